@@ -1,0 +1,15 @@
+import ArgumentParser
+import Foundation
+import OpenCoreData
+
+struct DemoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Run the Moody demo on an embedded SQLite store."
+    )
+
+    func run() throws {
+        print("The Moody demo arrives with the SQLite store and the fetched results controller.")
+        print("Available now: `ocd model show <path.xcdatamodeld> [--json]` and `ocd predicate ...`.")
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+
+/// An entity: a kind of object in the model, with its properties
+/// (`NSEntityDescription`).
+///
+/// Entities can inherit from a superentity: a subentity has every property of its
+/// superentity plus its own, and fetching an entity includes its subentities' objects
+/// unless the request says otherwise. An abstract entity has no objects of its own.
+///
+/// ```swift
+/// let region = EntityDescription(name: "GeographicRegion")
+/// region.isAbstract = true
+/// region.properties = [AttributeDescription(name: "numberOfMoods", type: .integer64, optional: false, defaultValue: 0)]
+///
+/// let country = EntityDescription(name: "Country")
+/// country.properties = [AttributeDescription(name: "numericISO3166Code", type: .integer16)]
+/// region.subentities = [country]
+///
+/// country.propertiesByName.keys.sorted()   // ["numberOfMoods", "numericISO3166Code"]
+/// ```
+///
+/// See ``PropertyDescription`` for when a model may be changed and why descriptions
+/// are `Sendable`.
+public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
+    /// The entity's name, unique in its model.
+    public var name: String { willSet { checkEditable("name") } }
+    /// The name of the class that represents the entity's objects (Xcode's "Class";
+    /// a Swift module prefix such as `Moody.Mood` or `.Mood` may appear).
+    public var managedObjectClassName: String { willSet { checkEditable("managedObjectClassName") } }
+    /// Whether the entity has no objects of its own, only through subentities.
+    public var isAbstract: Bool = false { willSet { checkEditable("isAbstract") } }
+    /// Free-form information about the entity.
+    public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
+    /// A string that enters the version hash, to mark a change the hash would
+    /// otherwise not see.
+    public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
+    /// The entity's previous name, for lightweight migration ("Renaming ID").
+    public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
+    /// Uniqueness constraints: each is a list of property names whose values together
+    /// identify at most one object.
+    public var uniquenessConstraints: [[String]] = [] { willSet { checkEditable("uniquenessConstraints") } }
+    /// The fetch indexes of the entity.
+    public var indexes: [FetchIndexDescription] = [] { willSet { checkEditable("indexes") } }
+    /// Legacy compound indexes: each a list of property names (pre-fetch-index models).
+    public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
+
+    /// The superentity, if any (set by adding this entity to another's ``subentities``).
+    public internal(set) weak var superentity: EntityDescription?
+
+    /// The entity's direct subentities. Setting them makes this entity their superentity.
+    public var subentities: [EntityDescription] = [] {
+        willSet { checkEditable("subentities") }
+        didSet {
+            for old in oldValue where old.superentity === self && !subentities.contains(where: { $0 === old }) {
+                old.superentity = nil
+            }
+            for sub in subentities { sub.superentity = self }
+        }
+    }
+
+    /// The entity's own properties (not the inherited ones), in model order. Setting
+    /// them makes this entity their owner.
+    public var properties: [PropertyDescription] = [] {
+        willSet { checkEditable("properties") }
+        didSet { for property in properties { property.entity = self } }
+    }
+
+    /// The model that contains the entity.
+    public internal(set) weak var managedObjectModel: ManagedObjectModel?
+
+    /// Whether the model this entity belongs to is frozen.
+    var isFrozen = false { didSet { for property in properties { property.isFrozen = isFrozen } } }
+    private var frozenCache: Cache?
+
+    /// Creates an entity; its class name defaults to `ManagedObject`.
+    public init(name: String, managedObjectClassName: String = "ManagedObject") {
+        self.name = name
+        self.managedObjectClassName = managedObjectClassName
+    }
+
+    func checkEditable(_ what: String) {
+        if isFrozen { modelMutationFailure("entity '\(name)' (\(what))") }
+    }
+
+    public var description: String { "EntityDescription(\(name))" }
+
+    // MARK: - Inherited and derived views
+
+    private struct Cache {
+        var allProperties: [PropertyDescription]
+        var propertiesByName: [String: PropertyDescription]
+        var attributesByName: [String: AttributeDescription]
+        var relationshipsByName: [String: RelationshipDescription]
+        var versionHash: Data
+    }
+
+    private func makeCache() -> Cache {
+        let all = (superentity?.allProperties ?? []) + properties
+        var byName: [String: PropertyDescription] = [:]
+        var attributes: [String: AttributeDescription] = [:]
+        var relationships: [String: RelationshipDescription] = [:]
+        for property in all {
+            byName[property.name] = property
+            if let attribute = property as? AttributeDescription { attributes[property.name] = attribute }
+            if let relationship = property as? RelationshipDescription { relationships[property.name] = relationship }
+        }
+        return Cache(allProperties: all, propertiesByName: byName, attributesByName: attributes,
+                     relationshipsByName: relationships, versionHash: Data(VersionHasher.hash(of: self)))
+    }
+
+    private var cache: Cache { frozenCache ?? makeCache() }
+
+    func buildFrozenCache() { frozenCache = makeCache() }
+
+    /// Every property, inherited ones first (superentity order), then the entity's own.
+    public var allProperties: [PropertyDescription] { cache.allProperties }
+    /// Every property, inherited ones included, by name.
+    public var propertiesByName: [String: PropertyDescription] { cache.propertiesByName }
+    /// Every attribute, inherited ones included, by name.
+    public var attributesByName: [String: AttributeDescription] { cache.attributesByName }
+    /// Every relationship, inherited ones included, by name.
+    public var relationshipsByName: [String: RelationshipDescription] { cache.relationshipsByName }
+
+    /// The relationships (inherited included) whose destination is `entity`.
+    public func relationships(forDestination entity: EntityDescription) -> [RelationshipDescription] {
+        allProperties.compactMap { $0 as? RelationshipDescription }.filter { $0.destinationEntityName == entity.name }
+    }
+
+    /// The entity's version hash: 32 bytes of SHA-256 over its name, abstractness,
+    /// superentity hash, stored properties and modifiers, exactly as Core Data
+    /// computes it. Stores record it for every entity in their metadata.
+    public var versionHash: Data { cache.versionHash }
+
+    /// The topmost entity of the inheritance chain (the entity itself for a root).
+    public var rootEntity: EntityDescription {
+        var entity = self
+        while let parent = entity.superentity { entity = parent }
+        return entity
+    }
+
+    /// Whether this entity is `entity` or one of its subentities, at any depth.
+    public func isKindOf(entity: EntityDescription) -> Bool {
+        var current: EntityDescription? = self
+        var depth = 0
+        while let candidate = current, depth < 10_000 {
+            depth += 1
+            if candidate === entity || candidate.name == entity.name && candidate.managedObjectModel === entity.managedObjectModel {
+                return true
+            }
+            current = candidate.superentity
+        }
+        return false
+    }
+
+    /// This entity and all its subentities, depth first (pre-order).
+    public var selfAndDescendants: [EntityDescription] {
+        [self] + subentities.flatMap { $0.selfAndDescendants }
+    }
+
+    /// A copy of the entity and its properties (not its sub- or superentities).
+    public func copy() -> EntityDescription {
+        let copy = EntityDescription(name: name, managedObjectClassName: managedObjectClassName)
+        copy.isAbstract = isAbstract
+        copy.userInfo = userInfo
+        copy.versionHashModifier = versionHashModifier
+        copy.renamingIdentifier = renamingIdentifier
+        copy.uniquenessConstraints = uniquenessConstraints
+        copy.indexes = indexes
+        copy.compoundIndexes = compoundIndexes
+        copy.properties = properties.map { $0.copy() }
+        return copy
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+/// A relationship from one entity to another (`NSRelationshipDescription`).
+///
+/// A relationship names its destination entity, usually an inverse relationship
+/// on the destination (Core Data keeps both sides in step), how many objects it
+/// may hold, and what happens to them when the source is deleted.
+///
+/// ```swift
+/// let country = RelationshipDescription(name: "country", destination: "Country", inverse: "moods")
+/// let moods = RelationshipDescription(name: "moods", destination: "Mood", inverse: "country", toMany: true)
+/// moods.deleteRule = .cascade
+/// ```
+///
+/// The destination and inverse are kept by name and resolved through the model, so
+/// relationships can be declared before the entities they point to exist.
+public final class RelationshipDescription: PropertyDescription, @unchecked Sendable {
+    /// The name of the destination entity.
+    public var destinationEntityName: String? { willSet { checkEditable("destinationEntity") } }
+    /// The name of the inverse relationship on the destination entity.
+    public var inverseRelationshipName: String? { willSet { checkEditable("inverseRelationship") } }
+    /// The smallest number of destination objects a valid object has (0 = no minimum).
+    public var minCount: Int = 0 { willSet { checkEditable("minCount") } }
+    /// The largest number of destination objects (1 for to-one; 0 = no limit).
+    public var maxCount: Int = 1 { willSet { checkEditable("maxCount") } }
+    /// What happens to the destination objects when the source is deleted.
+    public var deleteRule: DeleteRule = .nullify { willSet { checkEditable("deleteRule") } }
+    /// Whether a to-many relationship keeps its objects in order (an ordered set).
+    public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
+
+    private weak var destinationCache: EntityDescription?
+
+    /// Creates a relationship to the entity named `destination`.
+    public init(name: String, destination: String?, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false) {
+        self.destinationEntityName = destination
+        self.inverseRelationshipName = inverse
+        self.maxCount = toMany ? 0 : 1
+        self.isOrdered = ordered
+        super.init(name: name)
+    }
+
+    /// Whether the relationship holds many objects (`maxCount` other than 1).
+    public var isToMany: Bool { maxCount != 1 }
+
+    /// The destination entity, looked up by name in the model of the source entity.
+    public var destinationEntity: EntityDescription? {
+        get {
+            if let cached = destinationCache, cached.name == destinationEntityName { return cached }
+            guard let name = destinationEntityName else { return nil }
+            return entity?.managedObjectModel?.entitiesByName[name]
+        }
+        set {
+            checkEditable("destinationEntity")
+            destinationCache = newValue
+            destinationEntityName = newValue?.name
+        }
+    }
+
+    /// The inverse relationship on the destination entity, if any.
+    public var inverseRelationship: RelationshipDescription? {
+        get {
+            guard let name = inverseRelationshipName else { return nil }
+            return destinationEntity?.relationshipsByName[name]
+        }
+        set {
+            checkEditable("inverseRelationship")
+            inverseRelationshipName = newValue?.name
+        }
+    }
+
+    override public func copy() -> PropertyDescription {
+        let copy = RelationshipDescription(name: name, destination: destinationEntityName, inverse: inverseRelationshipName)
+        copyCommon(to: copy)
+        copy.minCount = minCount
+        copy.maxCount = maxCount
+        copy.deleteRule = deleteRule
+        copy.isOrdered = isOrdered
+        return copy
+    }
+}
+
+/// A property whose value is the result of a fetch request, evaluated lazily
+/// (`NSFetchedPropertyDescription`): a weak, one-way relationship.
+///
+/// The request's predicate may use `$FETCH_SOURCE` (the object the property belongs
+/// to) and `$FETCHED_PROPERTY` (this description).
+///
+/// ```swift
+/// let recent = FetchedPropertyDescription(name: "recentMoods",
+///     fetchRequest: FetchRequestTemplate(entityName: "Mood",
+///                                        predicateFormat: "country == $FETCH_SOURCE"))
+/// ```
+public final class FetchedPropertyDescription: PropertyDescription, @unchecked Sendable {
+    /// The fetch request that computes the value.
+    public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
+
+    /// Creates a fetched property.
+    public init(name: String, fetchRequest: FetchRequestTemplate?) {
+        self.fetchRequest = fetchRequest
+        super.init(name: name)
+    }
+
+    override public func copy() -> PropertyDescription {
+        let copy = FetchedPropertyDescription(name: name, fetchRequest: fetchRequest)
+        copyCommon(to: copy)
+        return copy
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// A small, read-only XML element tree built with `XMLParser`, with external
+/// entities never resolved and limits on depth and size, so a hostile file cannot
+/// exhaust memory or reach the network or file system.
+struct XMLElementNode {
+    var name: String
+    var attributes: [String: String]
+    var children: [XMLElementNode]
+    /// The line the element starts on, for error messages.
+    var line: Int
+
+    func children(named name: String) -> [XMLElementNode] { children.filter { $0.name == name } }
+    func child(named name: String) -> XMLElementNode? { children.first { $0.name == name } }
+    subscript(attribute: String) -> String? { attributes[attribute] }
+
+    /// Parses `data`; `url` only names the file in errors.
+    static func parse(_ data: Data, url: URL) throws -> XMLElementNode {
+        if data.count > 64 * 1024 * 1024 {
+            throw CoreDataError(.fileReadCorruptFile, "\(url.path): the model file is larger than 64 MB", url: url)
+        }
+        let delegate = TreeBuilder()
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        parser.shouldProcessNamespaces = false
+        parser.delegate = delegate
+        let ok = parser.parse()
+        if let failure = delegate.failure {
+            throw CoreDataError(.fileReadCorruptFile, "\(url.path): \(failure)", url: url)
+        }
+        guard ok, let root = delegate.root else {
+            let reason = parser.parserError.map { "\($0.localizedDescription)" } ?? "not well-formed XML"
+            throw CoreDataError(.fileReadCorruptFile,
+                                "\(url.path): line \(parser.lineNumber), column \(parser.columnNumber): \(reason)", url: url)
+        }
+        return root
+    }
+}
+
+private final class TreeBuilder: NSObject, XMLParserDelegate {
+    var stack: [XMLElementNode] = []
+    var root: XMLElementNode?
+    var failure: String?
+    var elementCount = 0
+
+    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+        elementCount += 1
+        if stack.count > 64 {
+            failure = "line \(parser.lineNumber): elements nested deeper than 64 levels"
+            parser.abortParsing()
+            return
+        }
+        if elementCount > 1_000_000 {
+            failure = "more than 1,000,000 elements"
+            parser.abortParsing()
+            return
+        }
+        stack.append(XMLElementNode(name: elementName, attributes: attributeDict, children: [], line: parser.lineNumber))
+    }
+
+    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+        guard let node = stack.popLast() else { return }
+        if stack.isEmpty {
+            root = node
+        } else {
+            stack[stack.count - 1].children.append(node)
+        }
+    }
+
+    func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
+        failure = "line \(parser.lineNumber): external entity '\(name)' is not allowed in a model file"
+        parser.abortParsing()
+    }
+
+    func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
+        failure = "line \(parser.lineNumber): entity declaration '\(name)' is not allowed in a model file"
+        parser.abortParsing()
+    }
+}

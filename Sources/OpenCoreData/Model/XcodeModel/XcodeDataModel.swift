@@ -1,0 +1,158 @@
+import Foundation
+
+/// A model file as Xcode's model editor saves it: a versioned `.xcdatamodeld`
+/// bundle, or a single-version `.xcdatamodel` folder.
+///
+/// A `.xcdatamodeld` holds one `.xcdatamodel` per model version and names the
+/// current one in `.xccurrentversion`. Each version loads into its own
+/// ``ManagedObjectModel``.
+///
+/// ```swift
+/// let bundle = try XcodeDataModel(contentsOf: URL(fileURLWithPath: "Moody.xcdatamodeld"))
+/// bundle.versionNames          // ["Moody", "Moody 2", ..., "Moody 6"]
+/// bundle.currentVersionName    // "Moody 6"
+/// let current = try bundle.currentModel()
+/// let second = try bundle.model(forVersion: "Moody 2")
+/// ```
+public struct XcodeDataModel: Sendable {
+    /// The bundle or folder.
+    public let url: URL
+    /// The names of the model versions (without `.xcdatamodel`), sorted the way
+    /// Finder sorts them ("Moody 2" before "Moody 10").
+    public let versionNames: [String]
+    /// The current version's name.
+    public let currentVersionName: String
+
+    /// Opens a `.xcdatamodeld` bundle, a `.xcdatamodel` folder, or a `contents` file.
+    public init(contentsOf url: URL) throws {
+        let fileManager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fileManager.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw CoreDataError(.fileReadNoSuchFile, "\(url.path): no such model file", url: url)
+        }
+        self.url = url
+        if !isDirectory.boolValue {
+            // A bare `contents` file.
+            let name = url.deletingLastPathComponent().deletingPathExtension().lastPathComponent
+            versionNames = [name]
+            currentVersionName = name
+            return
+        }
+        if url.pathExtension == "xcdatamodeld" {
+            let items: [String]
+            do {
+                items = try fileManager.contentsOfDirectory(atPath: url.path)
+            } catch {
+                throw CoreDataError(.fileReadUnknown, "\(url.path): can't list the model bundle: \(error.localizedDescription)", url: url)
+            }
+            let versions = items.filter { $0.hasSuffix(".xcdatamodel") }
+                .map { String($0.dropLast(".xcdatamodel".count)) }
+                .sorted { $0.compare($1, options: [.numeric]) == .orderedAscending }
+            guard !versions.isEmpty else {
+                throw CoreDataError(.fileReadCorruptFile, "\(url.path): the bundle contains no .xcdatamodel version", url: url)
+            }
+            versionNames = versions
+            currentVersionName = try XcodeDataModel.currentVersion(in: url, versions: versions)
+        } else {
+            let name = url.deletingPathExtension().lastPathComponent
+            versionNames = [name]
+            currentVersionName = name
+        }
+    }
+
+    private static func currentVersion(in url: URL, versions: [String]) throws -> String {
+        let marker = url.appendingPathComponent(".xccurrentversion")
+        guard let data = FileManager.default.contents(atPath: marker.path) else {
+            // No marker: Xcode uses the only version, or the one named like the bundle.
+            let base = url.deletingPathExtension().lastPathComponent
+            return versions.count == 1 ? versions[0] : (versions.first { $0 == base } ?? versions[versions.count - 1])
+        }
+        let plist: Any
+        do {
+            plist = try PropertyListSerialization.propertyList(from: data, format: nil)
+        } catch {
+            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): not a property list: \(error.localizedDescription)", url: marker)
+        }
+        guard let dictionary = plist as? [String: Any], let name = dictionary["_XCCurrentVersionName"] as? String else {
+            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): no _XCCurrentVersionName string", url: marker)
+        }
+        let version = name.hasSuffix(".xcdatamodel") ? String(name.dropLast(".xcdatamodel".count)) : name
+        guard versions.contains(version) else {
+            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): current version '\(version)' is not in the bundle (versions: \(versions.joined(separator: ", ")))", url: marker)
+        }
+        return version
+    }
+
+    /// The `contents` file of a version.
+    public func contentsURL(forVersion name: String) -> URL {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue { return url }
+        if url.pathExtension == "xcdatamodeld" {
+            return url.appendingPathComponent(name + ".xcdatamodel").appendingPathComponent("contents")
+        }
+        return url.appendingPathComponent("contents")
+    }
+
+    /// Loads one version's model.
+    public func model(forVersion name: String) throws -> ManagedObjectModel {
+        guard versionNames.contains(name) else {
+            throw CoreDataError(.fileReadNoSuchFile, "\(url.path): no model version named '\(name)' (versions: \(versionNames.joined(separator: ", ")))", url: url)
+        }
+        let contents = contentsURL(forVersion: name)
+        guard let data = FileManager.default.contents(atPath: contents.path) else {
+            let folder = contents.deletingLastPathComponent()
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent("elements").path) {
+                throw CoreDataError(.fileReadCorruptFile, "\(folder.path): this model uses Xcode 3's binary 'elements' format, which is not supported; open and save it with a current Xcode", url: folder)
+            }
+            throw CoreDataError(.fileReadNoSuchFile, "\(contents.path): the model version has no contents file", url: contents)
+        }
+        return try XcodeModelReader(url: contents).read(data)
+    }
+
+    /// Loads the current version's model.
+    public func currentModel() throws -> ManagedObjectModel {
+        try model(forVersion: currentVersionName)
+    }
+
+    /// Loads every version's model, by version name.
+    public func allModels() throws -> [String: ManagedObjectModel] {
+        var models: [String: ManagedObjectModel] = [:]
+        for name in versionNames { models[name] = try model(forVersion: name) }
+        return models
+    }
+}
+
+extension ManagedObjectModel {
+    /// Loads a model from a file: an Xcode `.xcdatamodeld` bundle (its current
+    /// version), a `.xcdatamodel` folder, or its `contents` XML file.
+    ///
+    /// ```swift
+    /// let model = try ManagedObjectModel(contentsOf: URL(fileURLWithPath: "Moody.xcdatamodeld"))
+    /// ```
+    ///
+    /// A missing file throws ``CoreDataError/Code/fileReadNoSuchFile``; a malformed
+    /// one throws ``CoreDataError/Code/fileReadCorruptFile`` with the file, line,
+    /// element and problem in its message.
+    public convenience init(contentsOf url: URL) throws {
+        let ext = url.pathExtension.lowercased()
+        guard ext == "xcdatamodeld" || ext == "xcdatamodel" || url.lastPathComponent == "contents" else {
+            if ext == "mom" || ext == "momd" || ext == "omo" {
+                throw CoreDataError(.fileReadCorruptFile, "\(url.path): compiled models (.mom/.momd) are not readable yet; use the .xcdatamodeld", url: url)
+            }
+            throw CoreDataError(.fileReadCorruptFile, "\(url.path): not a model file (expected .xcdatamodeld or .xcdatamodel)", url: url)
+        }
+        let loaded = try XcodeDataModel(contentsOf: url).currentModel()
+        self.init()
+        adopt(loaded)
+    }
+
+    /// Takes over the content of a freshly loaded model that nothing else uses.
+    func adopt(_ other: ManagedObjectModel) {
+        entities = other.entities
+        versionIdentifiers = other.versionIdentifiers
+        composites = other.composites
+        configurationMembers = other.configurationMembers
+        cloudKitConfigurations = other.cloudKitConfigurations
+        fetchRequestTemplatesByName = other.fetchRequestTemplatesByName
+    }
+}

@@ -1,0 +1,3 @@
+import OCDKit
+
+OCD.main()
