@@ -120,10 +120,6 @@ extension AttributeValue {
     }
 }
 
-extension AttributeValue: ExpressibleByNilLiteral {
-    public init(nilLiteral: ()) { self = .null }
-}
-
 extension AttributeValue: ExpressibleByBooleanLiteral {
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }

@@ -32,7 +32,9 @@ struct XMLElementNode {
             throw CoreDataError(.fileReadCorruptFile, "\(url.path): \(failure)", url: url)
         }
         guard ok, let root = delegate.root else {
-            let reason = parser.parserError.map { "\($0.localizedDescription)" } ?? "not well-formed XML"
+            let code = (parser.parserError as NSError?)?.code
+            let reason = "not well-formed XML, or it uses an entity that is not allowed in a model file"
+                + (code.map { " (XMLParser error \($0))" } ?? "")
             throw CoreDataError(.fileReadCorruptFile,
                                 "\(url.path): line \(parser.lineNumber), column \(parser.columnNumber): \(reason)", url: url)
         }

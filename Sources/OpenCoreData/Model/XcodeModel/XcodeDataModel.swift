@@ -62,20 +62,21 @@ public struct XcodeDataModel: Sendable {
 
     private static func currentVersion(in url: URL, versions: [String]) throws -> String {
         let marker = url.appendingPathComponent(".xccurrentversion")
-        guard let data = FileManager.default.contents(atPath: marker.path) else {
-            // No marker: Xcode uses the only version, or the one named like the bundle.
-            let base = url.deletingPathExtension().lastPathComponent
-            return versions.count == 1 ? versions[0] : (versions.first { $0 == base } ?? versions[versions.count - 1])
-        }
+        // Without a marker (or with an empty one) Xcode uses the only version, or the
+        // one named like the bundle.
+        let base = url.deletingPathExtension().lastPathComponent
+        let fallback = versions.count == 1 ? versions[0] : (versions.first { $0 == base } ?? versions[versions.count - 1])
+        guard let data = FileManager.default.contents(atPath: marker.path) else { return fallback }
         let plist: Any
         do {
             plist = try PropertyListSerialization.propertyList(from: data, format: nil)
         } catch {
             throw CoreDataError(.fileReadCorruptFile, "\(marker.path): not a property list: \(error.localizedDescription)", url: marker)
         }
-        guard let dictionary = plist as? [String: Any], let name = dictionary["_XCCurrentVersionName"] as? String else {
-            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): no _XCCurrentVersionName string", url: marker)
+        guard let dictionary = plist as? [String: Any] else {
+            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): not a dictionary", url: marker)
         }
+        guard let name = dictionary["_XCCurrentVersionName"] as? String else { return fallback }
         let version = name.hasSuffix(".xcdatamodel") ? String(name.dropLast(".xcdatamodel".count)) : name
         guard versions.contains(version) else {
             throw CoreDataError(.fileReadCorruptFile, "\(marker.path): current version '\(version)' is not in the bundle (versions: \(versions.joined(separator: ", ")))", url: marker)
