@@ -91,31 +91,40 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         var propertiesByName: [String: PropertyDescription]
         var attributesByName: [String: AttributeDescription]
         var relationshipsByName: [String: RelationshipDescription]
-        var versionHash: Data
+        var propertyIndexes: [String: Int]
     }
 
     private func makeCache() -> Cache {
         let all = (superentity?.allProperties ?? []) + properties
         var byName: [String: PropertyDescription] = [:]
+        var indexes: [String: Int] = [:]
         var attributes: [String: AttributeDescription] = [:]
         var relationships: [String: RelationshipDescription] = [:]
-        for property in all {
+        for (index, property) in all.enumerated() {
             byName[property.name] = property
+            if indexes[property.name] == nil { indexes[property.name] = index }
             if let attribute = property as? AttributeDescription { attributes[property.name] = attribute }
             if let relationship = property as? RelationshipDescription { relationships[property.name] = relationship }
         }
         return Cache(allProperties: all, propertiesByName: byName, attributesByName: attributes,
-                     relationshipsByName: relationships, versionHash: Data(VersionHasher.hash(of: self)))
+                     relationshipsByName: relationships, propertyIndexes: indexes)
     }
 
     private var cache: Cache { frozenCache ?? makeCache() }
 
-    func buildFrozenCache() { frozenCache = makeCache() }
+    private var frozenVersionHash: Data?
+
+    func buildFrozenCache() {
+        frozenCache = makeCache()
+        frozenVersionHash = Data(VersionHasher.hash(of: self))
+    }
 
     /// Every property, inherited ones first (superentity order), then the entity's own.
     public var allProperties: [PropertyDescription] { cache.allProperties }
     /// Every property, inherited ones included, by name.
     public var propertiesByName: [String: PropertyDescription] { cache.propertiesByName }
+    /// The index of each property (inherited included) in ``allProperties``.
+    var propertyIndexes: [String: Int] { cache.propertyIndexes }
     /// Every attribute, inherited ones included, by name.
     public var attributesByName: [String: AttributeDescription] { cache.attributesByName }
     /// Every relationship, inherited ones included, by name.
@@ -129,7 +138,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The entity's version hash: 32 bytes of SHA-256 over its name, abstractness,
     /// superentity hash, stored properties and modifiers, exactly as Core Data
     /// computes it. Stores record it for every entity in their metadata.
-    public var versionHash: Data { cache.versionHash }
+    public var versionHash: Data { frozenVersionHash ?? Data(VersionHasher.hash(of: self)) }
 
     /// The topmost entity of the inheritance chain (the entity itself for a root).
     public var rootEntity: EntityDescription {

@@ -125,7 +125,9 @@ public struct XcodeDataModel: Sendable {
 
 extension ManagedObjectModel {
     /// Loads a model from a file: an Xcode `.xcdatamodeld` bundle (its current
-    /// version), a `.xcdatamodel` folder, or its `contents` XML file.
+    /// version), a `.xcdatamodel` folder, its `contents` XML file, a compiled
+    /// `.momd` folder (its current version, from `VersionInfo.plist`) or a compiled
+    /// `.mom` file.
     ///
     /// ```swift
     /// let model = try ManagedObjectModel(contentsOf: URL(fileURLWithPath: "Moody.xcdatamodeld"))
@@ -136,9 +138,15 @@ extension ManagedObjectModel {
     /// element and problem in its message.
     public convenience init(contentsOf url: URL) throws {
         let ext = url.pathExtension.lowercased()
+        if ext == "mom" || ext == "momd" {
+            let loaded = try CompiledModelBundle(contentsOf: url).currentModel()
+            self.init()
+            adopt(loaded)
+            return
+        }
         guard ext == "xcdatamodeld" || ext == "xcdatamodel" || url.lastPathComponent == "contents" else {
-            if ext == "mom" || ext == "momd" || ext == "omo" {
-                throw CoreDataError(.fileReadCorruptFile, "\(url.path): compiled models (.mom/.momd) are not readable yet; use the .xcdatamodeld", url: url)
+            if ext == "omo" {
+                throw CoreDataError(.fileReadCorruptFile, "\(url.path): optimized models (.omo) are not readable; use the .mom beside it", url: url)
             }
             throw CoreDataError(.fileReadCorruptFile, "\(url.path): not a model file (expected .xcdatamodeld or .xcdatamodel)", url: url)
         }

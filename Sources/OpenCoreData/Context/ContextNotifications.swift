@@ -1,0 +1,77 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Posted at the end of each event (``processPendingChanges()``) with the objects
+    /// inserted, updated and deleted during it; `object` is the context.
+    public static let objectsDidChangeNotification = Notification.Name("NSManagedObjectContextObjectsDidChangeNotification")
+    /// Posted when a save begins, before validation; `object` is the context.
+    public static let willSaveNotification = Notification.Name("NSManagedObjectContextWillSaveNotification")
+    /// Posted after a successful save with the objects and object IDs saved;
+    /// `object` is the context.
+    public static let didSaveNotification = Notification.Name("NSManagedObjectContextDidSaveNotification")
+
+    /// The keys of the notifications' `userInfo`, as Core Data names them.
+    public enum NotificationKey {
+        /// `Set<ManagedObject>` inserted.
+        public static let insertedObjects = "inserted"
+        /// `Set<ManagedObject>` updated.
+        public static let updatedObjects = "updated"
+        /// `Set<ManagedObject>` deleted.
+        public static let deletedObjects = "deleted"
+        /// `Set<ManagedObject>` refreshed.
+        public static let refreshedObjects = "refreshed"
+        /// `Set<ManagedObject>` invalidated.
+        public static let invalidatedObjects = "invalidated"
+        /// Present (true) when every object was invalidated (`reset()`).
+        public static let invalidatedAllObjects = "invalidatedAll"
+        /// `Set<ObjectID>` inserted.
+        public static let insertedObjectIDs = "inserted_objectIDs"
+        /// `Set<ObjectID>` updated.
+        public static let updatedObjectIDs = "updated_objectIDs"
+        /// `Set<ObjectID>` deleted.
+        public static let deletedObjectIDs = "deleted_objectIDs"
+    }
+
+    /// The saves of this context as an asynchronous sequence of summaries (object
+    /// IDs only, so they can cross to any task).
+    ///
+    /// ```swift
+    /// Task {
+    ///     for await save in context.saves {
+    ///         print("saved", save.insertedObjectIDs.count, "new objects")
+    ///     }
+    /// }
+    /// ```
+    public var saves: AsyncStream<ContextSaveSummary> {
+        let (stream, continuation) = AsyncStream<ContextSaveSummary>.makeStream(bufferingPolicy: .unbounded)
+        let key = UUID()
+        saveObservers[key] = continuation
+        return stream
+    }
+
+    func publish(_ summary: ContextSaveSummary, inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>) {
+        NotificationCenter.default.post(name: ManagedObjectContext.didSaveNotification, object: self, userInfo: [
+            NotificationKey.insertedObjects: inserted,
+            NotificationKey.updatedObjects: updated,
+            NotificationKey.deletedObjects: deleted,
+            NotificationKey.insertedObjectIDs: summary.insertedObjectIDs,
+            NotificationKey.updatedObjectIDs: summary.updatedObjectIDs,
+            NotificationKey.deletedObjectIDs: summary.deletedObjectIDs,
+        ])
+        for continuation in saveObservers.values { continuation.yield(summary) }
+    }
+}
+
+/// What one save of a context changed, by object ID.
+public struct ContextSaveSummary: Sendable, Hashable {
+    /// The IDs (permanent) of the objects inserted.
+    public var insertedObjectIDs: Set<ObjectID>
+    /// The IDs of the objects updated.
+    public var updatedObjectIDs: Set<ObjectID>
+    /// The IDs of the objects deleted.
+    public var deletedObjectIDs: Set<ObjectID>
+    /// The name of the context that saved.
+    public var contextName: String?
+    /// The author of the save.
+    public var transactionAuthor: String?
+}

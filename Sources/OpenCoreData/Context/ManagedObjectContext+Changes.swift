@@ -1,0 +1,124 @@
+import Foundation
+import OpenCoreDataPredicates
+
+extension ManagedObjectContext {
+    // MARK: Relationships
+
+    /// The objects of the to-many relationship at `index` of `object`, firing the
+    /// relationship fault with one store request if needed.
+    func relatedObjects(of object: ManagedObject, index: Int) -> [ManagedObject] {
+        guard let value = object.slot(index) else { return [] }
+        switch value {
+        case .toOne(let id):
+            return id.map { [self.object(with: $0)] } ?? []
+        case .toMany(let ids?):
+            return ids.map { self.object(with: $0) }
+        case .toMany(nil):
+            guard let relationship = object.entity.allProperties[index] as? RelationshipDescription else { return [] }
+            let ids = (try? persistentStoreCoordinator?.relatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
+            object.storage?[index] = .toMany(ids)
+            if var committed = object.committed, index < committed.values.count {
+                committed.values[index] = .toMany(ids)
+                object.committed = committed
+            }
+            if object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
+            return ids.map { self.object(with: $0) }
+        case .attribute:
+            return []
+        }
+    }
+
+    /// Makes `destination`'s inverse of `relationship` include `source`.
+    func addInverse(of relationship: RelationshipDescription, to destination: ManagedObject, pointingTo source: ManagedObject) {
+        guard let inverse = relationship.inverseRelationship,
+              let index = destination.entity.propertyIndex(named: inverse.name) else { return }
+        if inverse.isToMany {
+            var ids = relatedObjects(of: destination, index: index).map(\.objectID)
+            guard !ids.contains(source.objectID) else { return }
+            ids.append(source.objectID)
+            destination.setSlot(index, .toMany(ids))
+        } else {
+            // The destination pointed elsewhere: that object loses the destination.
+            if case .toOne(let previous?)? = destination.slot(index), previous != source.objectID {
+                let previousObject = object(with: previous)
+                if let forward = previousObject.entity.propertyIndex(named: relationship.name) {
+                    let remaining = relatedObjects(of: previousObject, index: forward).filter { $0 !== destination }
+                    previousObject.setSlot(forward, relationship.isToMany ? .toMany(remaining.map(\.objectID)) : .toOne(nil))
+                }
+            }
+            destination.setSlot(index, .toOne(source.objectID))
+        }
+    }
+
+    /// Removes `source` from `destination`'s inverse of `relationship`.
+    func removeInverse(of relationship: RelationshipDescription, from destination: ManagedObject, pointingTo source: ManagedObject) {
+        guard let inverse = relationship.inverseRelationship,
+              let index = destination.entity.propertyIndex(named: inverse.name) else { return }
+        if inverse.isToMany {
+            let ids = relatedObjects(of: destination, index: index).map(\.objectID)
+            guard ids.contains(source.objectID) else { return }
+            destination.setSlot(index, .toMany(ids.filter { $0 != source.objectID }))
+        } else if case .toOne(source.objectID)? = destination.slot(index) {
+            destination.setSlot(index, .toOne(nil))
+        }
+    }
+
+    // MARK: Processing pending changes
+
+    /// Ends the current event: applies the delete rules of objects deleted since the
+    /// last call (cascade deletes, nullified inverses), closes the undo group of the
+    /// event, and posts ``objectsDidChangeNotification`` with what changed.
+    public func processPendingChanges() {
+        guard !isProcessingChanges else { return }
+        isProcessingChanges = true
+        defer { isProcessingChanges = false }
+        propagateDeletes()
+        _ = undoManager?.endEventGroup()
+        postObjectsDidChange()
+    }
+
+    func propagateDeletes() {
+        while !pendingDeletes.isEmpty {
+            let batch = pendingDeletes
+            pendingDeletes = []
+            for object in batch where object.deletedFlag {
+                object.prepareForDeletion()
+                for (index, property) in object.entity.allProperties.enumerated() {
+                    guard let relationship = property as? RelationshipDescription else { continue }
+                    let related = relatedObjects(of: object, index: index)
+                    switch relationship.deleteRule {
+                    case .cascade:
+                        for destination in related where !destination.deletedFlag { delete(destination) }
+                        for destination in related { removeInverse(of: relationship, from: destination, pointingTo: object) }
+                    case .nullify:
+                        for destination in related { removeInverse(of: relationship, from: destination, pointingTo: object) }
+                    case .deny, .noAction:
+                        break
+                    }
+                }
+                if object.insertedFlag {
+                    // A new object that is deleted is simply forgotten at the save.
+                    insertedObjectsByID[object.objectID] = nil
+                    eventInserted[object.objectID] = nil
+                    eventDeleted[object.objectID] = nil
+                }
+            }
+        }
+    }
+
+    func postObjectsDidChange() {
+        let inserted = Set(eventInserted.values)
+        let deleted = Set(eventDeleted.values)
+        let updated = Set(eventUpdated.values.filter { !$0.insertedFlag && !$0.deletedFlag })
+        eventInserted = [:]
+        eventUpdated = [:]
+        eventDeleted = [:]
+        for object in strong.values { object.eventStart = nil }
+        guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty else { return }
+        NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
+            ManagedObjectContext.NotificationKey.insertedObjects: inserted,
+            ManagedObjectContext.NotificationKey.updatedObjects: updated,
+            ManagedObjectContext.NotificationKey.deletedObjects: deleted,
+        ])
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import OpenCoreDataPredicates
+
+extension ManagedObjectContext {
+    /// Runs a fetch request (`fetch(_:)`): the matching objects, one per record,
+    /// as faults unless the request says otherwise. With `includesPendingChanges`
+    /// (the default), unsaved inserts, updates and deletes of this context are
+    /// taken into account: filtered and sorted like stored objects.
+    ///
+    /// ```swift
+    /// let request = FetchRequest<Mood>(entityName: "Mood")
+    /// request.predicate = try CorePredicate(format: "country.numericISO3166Code == %d", 276)
+    /// let moods = try context.fetch(request)
+    /// ```
+    public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+        if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
+        let objects = try fetchObjects(request)
+        switch request.resultType {
+        case .managedObjectID:
+            return objects.compactMap { $0.objectID as? Result }
+        case .count:
+            return [objects.count].compactMap { $0 as? Result }
+        case .dictionary:
+            return objects.compactMap { object -> Result? in
+                var dictionary: [String: Any] = [:]
+                for property in object.entity.allProperties where property is AttributeDescription {
+                    if let value = object.value(forKey: property.name) { dictionary[property.name] = value }
+                }
+                return dictionary as? Result
+            }
+        case .managedObject:
+            return try objects.map { object in
+                guard let result = object as? Result else {
+                    throw CoreDataError(.coreData, "The fetch of '\(object.entity.name)' returned \(type(of: object)) objects, not \(Result.self): register the class with ManagedObjectClasses.register or set the entity's class name",
+                                        entityName: object.entity.name)
+                }
+                return result
+            }
+        }
+    }
+
+    /// The number of objects a request would return (`count(for:)`).
+    public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        let entity = try resolveEntity(request)
+        if request.includesPendingChanges && hasPendingChanges(for: entity) {
+            let unlimited = FetchRequest<ManagedObject>(entity: entity)
+            unlimited.predicate = request.predicate
+            unlimited.includesSubentities = request.includesSubentities
+            unlimited.fetchOffset = request.fetchOffset
+            unlimited.fetchLimit = request.fetchLimit
+            return try fetchObjects(unlimited).count
+        }
+        guard let coordinator = persistentStoreCoordinator else { return 0 }
+        var fetch = StoreFetch(entity: entity)
+        fetch.predicate = request.predicate
+        fetch.includesSubentities = request.includesSubentities
+        var count = try coordinator.count(fetch) - request.fetchOffset
+        if request.fetchLimit > 0 { count = min(count, request.fetchLimit) }
+        return max(0, count)
+    }
+
+    func resolveEntity<Result>(_ request: FetchRequest<Result>) throws -> EntityDescription {
+        if let entity = request.entity { return entity }
+        guard let name = request.entityName else {
+            throw CoreDataError(.coreData, "A fetch request needs an entity")
+        }
+        guard let entity = persistentStoreCoordinator?.managedObjectModel.entitiesByName[name] else {
+            throw CoreDataError(.coreData, "The model has no entity named '\(name)'", entityName: name)
+        }
+        return entity
+    }
+
+    /// Whether unsaved changes of this context touch objects of `entity` (or its
+    /// subentities).
+    func hasPendingChanges(for entity: EntityDescription) -> Bool {
+        strong.values.contains { $0.hasChanges && $0.entity.isKindOf(entity: entity) }
+    }
+
+    func fetchObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
+        let entity = try resolveEntity(request)
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.coreData, "The context has no persistent store coordinator")
+        }
+        if request.includesPendingChanges { processPendingChanges() }
+        let merging = request.includesPendingChanges && hasPendingChanges(for: entity)
+        var fetch = StoreFetch(entity: entity)
+        fetch.predicate = request.predicate
+        fetch.includesSubentities = request.includesSubentities
+        fetch.sortDescriptors = request.sortDescriptors
+        if !merging {
+            fetch.fetchOffset = request.fetchOffset
+            fetch.fetchLimit = request.fetchLimit
+        }
+        let rows = try coordinator.fetchRows(fetch)
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        for row in rows {
+            let object: ManagedObject
+            if let registered = registry[row.objectID]?.object {
+                object = registered
+                if object.isFault && !request.returnsObjectsAsFaults {
+                    load(row, into: object)
+                    object.awakeFromFetch()
+                }
+            } else {
+                object = makeFault(row.objectID, row: row)
+                if !request.returnsObjectsAsFaults {
+                    load(row, into: object)
+                    object.awakeFromFetch()
+                }
+            }
+            objects.append(object)
+        }
+        guard merging else { return objects }
+
+        // Merge this context's unsaved changes: drop deleted objects, re-evaluate
+        // changed ones, add inserted ones, then sort, offset and limit here.
+        var seen = Set(objects.map(ObjectIdentifier.init))
+        objects.removeAll { $0.deletedFlag }
+        let changed = strong.values.filter { $0.hasChanges && !$0.deletedFlag && $0.entity.isKindOf(entity: entity)
+            && (request.includesSubentities || $0.entity === entity) }
+        for object in changed.sorted(by: { ($0.objectID.primaryKey ?? Int64.max) < ($1.objectID.primaryKey ?? Int64.max) }) {
+            let matches = try request.predicate?.evaluate(with: object) ?? true
+            let present = seen.contains(ObjectIdentifier(object))
+            if matches && !present {
+                objects.append(object)
+                seen.insert(ObjectIdentifier(object))
+            } else if !matches && present {
+                objects.removeAll { $0 === object }
+            }
+        }
+        if !request.sortDescriptors.isEmpty {
+            objects = try request.sortDescriptors.sorted(objects)
+        }
+        if request.fetchOffset > 0 { objects = Array(objects.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 { objects = Array(objects.prefix(request.fetchLimit)) }
+        return objects
+    }
+
+    /// Evaluates a fetched property for `object`: its request with `$FETCH_SOURCE`
+    /// bound to the object.
+    func evaluate(_ fetched: FetchedPropertyDescription, for object: ManagedObject) -> [ManagedObject] {
+        guard let template = fetched.fetchRequest,
+              let entity = persistentStoreCoordinator?.managedObjectModel.entitiesByName[template.entityName] else { return [] }
+        let request = FetchRequest<ManagedObject>(entity: entity)
+        if let format = template.predicateFormat,
+           let predicate = try? CorePredicate(format: format).withSubstitutionVariables([
+               "FETCH_SOURCE": object.objectID.formatArgumentValue,
+           ]) {
+            request.predicate = predicate
+        }
+        return (try? fetch(request)) ?? []
+    }
+}

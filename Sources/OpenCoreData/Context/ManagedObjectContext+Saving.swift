@@ -1,0 +1,253 @@
+import Foundation
+import OpenCoreDataPredicates
+
+extension ManagedObjectContext {
+    /// Commits every unsaved change to the persistent stores, in one transaction per
+    /// store.
+    ///
+    /// The save applies pending delete rules, calls `willSave()` on each changed
+    /// object, validates every inserted, updated and deleted object, and only then
+    /// writes. If anything fails — validation (all failures gathered in one error,
+    /// ``CoreDataError/Code/validationMultipleErrors`` when several), an optimistic
+    /// locking conflict (``CoreDataError/Code/managedObjectMerge``), the store — the
+    /// error is thrown and neither the store nor the context has changed: the
+    /// changes are still there to fix or roll back.
+    ///
+    /// ```swift
+    /// do {
+    ///     try context.save()
+    /// } catch {
+    ///     context.rollback()
+    /// }
+    /// ```
+    public func save() throws {
+        processPendingChanges()
+        guard hasChanges else { return }
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.persistentStoreSave, "The context has no persistent store coordinator")
+        }
+        NotificationCenter.default.post(name: ManagedObjectContext.willSaveNotification, object: self)
+
+        var changed = Array(strong.values.filter { $0.hasChanges })
+        for object in changed { object.willSave() }
+        processPendingChanges()
+        changed = Array(strong.values.filter { $0.hasChanges })
+
+        let inserted = changed.filter { $0.insertedFlag && !$0.deletedFlag }
+        let deleted = changed.filter { $0.deletedFlag && !$0.insertedFlag }
+        let updated = changed.filter { $0.isUpdated }
+        let forgotten = changed.filter { $0.insertedFlag && $0.deletedFlag }
+
+        try validate(inserted: inserted, updated: updated, deleted: deleted)
+
+        // Permanent IDs for new objects, per entity.
+        var mapping: [ObjectID: ObjectID] = [:]
+        let groups = Dictionary(grouping: inserted.filter { $0.objectID.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
+        for group in groups.values {
+            guard let first = group.first else { continue }
+            let ids = try coordinator.newObjectIDs(for: first.entity, count: group.count)
+            for (object, id) in zip(group, ids) { mapping[object.objectID] = id }
+        }
+        let forgottenIDs = Set(forgotten.map(\.objectID))
+        func remap(_ value: SnapshotValue) -> SnapshotValue {
+            switch value {
+            case .toOne(let id?): return .toOne(mapping[id] ?? id)
+            case .toMany(let ids?): return .toMany(ids.map { mapping[$0] ?? $0 }.filter { !forgottenIDs.contains($0) })
+            default: return value
+            }
+        }
+
+        var changes = SaveChanges()
+        for object in inserted {
+            let values = (object.storage ?? []).map(remap)
+            changes.inserted.append(RowSnapshot(objectID: mapping[object.objectID] ?? object.objectID, version: 1,
+                                                values: stored(values, of: object.entity)))
+        }
+        for object in updated {
+            let values = (object.storage ?? []).map(remap)
+            let changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
+            guard !changedIndexes.isEmpty else { continue }
+            changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committed?.version ?? 0,
+                                               values: stored(values, of: object.entity)))
+            changes.changedProperties[object.objectID] = changedIndexes
+        }
+        for object in deleted {
+            changes.deleted.append((object.objectID, object.committed?.version ?? 0))
+        }
+
+        try coordinator.save(changes)
+
+        // The store has the changes: bring the context in step.
+        for object in forgotten { unregister(object); object.insertedFlag = false }
+        for object in changed where !forgotten.contains(where: { $0 === object }) {
+            if let storage = object.storage { object.storage = storage.map(remap) }
+        }
+        for object in inserted {
+            let oldID = object.objectID
+            if let newID = mapping[oldID] {
+                registry[oldID] = nil
+                strong[oldID] = nil
+                insertedObjectsByID[oldID] = nil
+                object.objectID = newID
+                registry[newID] = WeakObject(object)
+            }
+            object.insertedFlag = false
+            insertedObjectsByID[object.objectID] = nil
+            let row = RowSnapshot(objectID: object.objectID, version: 1, values: object.storage ?? [])
+            object.committed = row
+            coordinator.retainRow(row)
+            object.rowCacheOwner = coordinator
+        }
+        for object in updated {
+            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + 1,
+                                           values: object.storage ?? [])
+        }
+        for object in deleted {
+            unregister(object)
+            object.deletedFlag = false
+        }
+        for object in changed { object.eventStart = nil }
+        if !retainsRegisteredObjects {
+            for object in inserted + updated { strong[object.objectID] = nil }
+        } else {
+            for object in inserted { strong[object.objectID] = object }
+        }
+        for object in inserted + updated + deleted { object.didSave() }
+
+        let summary = ContextSaveSummary(
+            insertedObjectIDs: Set(inserted.map(\.objectID)),
+            updatedObjectIDs: Set(updated.map(\.objectID)),
+            deletedObjectIDs: Set(deleted.map(\.objectID)),
+            contextName: name, transactionAuthor: transactionAuthor)
+        publish(summary, inserted: Set(inserted), updated: Set(updated), deleted: Set(deleted))
+    }
+
+    /// Transient properties are not stored: their slots are saved as nil.
+    private func stored(_ values: [SnapshotValue], of entity: EntityDescription) -> [SnapshotValue] {
+        var values = values
+        for (index, property) in entity.allProperties.enumerated() where index < values.count && property.isTransient {
+            values[index] = .attribute(.null)
+        }
+        return values
+    }
+
+    /// Gives new objects permanent IDs now, before they are saved
+    /// (`obtainPermanentIDs(for:)`).
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.coreData, "The context has no persistent store coordinator")
+        }
+        let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
+        var mapping: [ObjectID: ObjectID] = [:]
+        for group in Dictionary(grouping: temporary, by: { ObjectIdentifier($0.entity) }).values {
+            guard let first = group.first else { continue }
+            let ids = try coordinator.newObjectIDs(for: first.entity, count: group.count)
+            for (object, id) in zip(group, ids) { mapping[object.objectID] = id }
+        }
+        for object in temporary {
+            guard let newID = mapping[object.objectID] else { continue }
+            let oldID = object.objectID
+            registry[oldID] = nil
+            if strong.removeValue(forKey: oldID) != nil { strong[newID] = object }
+            if insertedObjectsByID.removeValue(forKey: oldID) != nil { insertedObjectsByID[newID] = object }
+            if eventInserted.removeValue(forKey: oldID) != nil { eventInserted[newID] = object }
+            object.objectID = newID
+            registry[newID] = WeakObject(object)
+        }
+        for object in registry.values.compactMap(\.object) {
+            guard let storage = object.storage else { continue }
+            object.storage = storage.map { value in
+                switch value {
+                case .toOne(let id?): return .toOne(mapping[id] ?? id)
+                case .toMany(let ids?): return .toMany(ids.map { mapping[$0] ?? $0 })
+                default: return value
+                }
+            }
+        }
+    }
+
+    // MARK: Discarding changes
+
+    /// Discards every unsaved change: new objects are forgotten, deleted ones
+    /// restored, updated ones get their saved values back; the undo stack is
+    /// cleared.
+    public func rollback() {
+        let changedObjects = Array(strong.values)
+        for object in changedObjects {
+            if object.insertedFlag {
+                object.insertedFlag = false
+                object.deletedFlag = false
+                unregister(object)
+                continue
+            }
+            object.deletedFlag = false
+            if let committed = object.committed { object.storage = committed.values }
+            object.eventStart = nil
+            if !retainsRegisteredObjects { strong[object.objectID] = nil }
+        }
+        insertedObjectsByID = [:]
+        deletedObjectsByID = [:]
+        pendingDeletes = []
+        eventInserted = [:]
+        eventUpdated = [:]
+        eventDeleted = [:]
+        undoManager?.removeAllActions()
+    }
+
+    /// Forgets every registered object: they become invalid and the context is as
+    /// new (unsaved changes are lost). Clears the undo stack.
+    public func reset() {
+        for object in registry.values.compactMap(\.object) {
+            object.managedObjectContext = nil
+            object.insertedFlag = false
+            object.deletedFlag = false
+        }
+        registry = [:]
+        strong = [:]
+        insertedObjectsByID = [:]
+        deletedObjectsByID = [:]
+        pendingDeletes = []
+        eventInserted = [:]
+        eventUpdated = [:]
+        eventDeleted = [:]
+        undoManager?.removeAllActions()
+    }
+
+    /// Refreshes an object from the store (`refresh(_:mergeChanges:)`). Without
+    /// merging, unsaved changes are discarded and the object turns back into a
+    /// fault; with merging, it gets the latest stored values with its own unsaved
+    /// changes applied on top.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        guard object.managedObjectContext === self, !object.insertedFlag else { return }
+        if !mergeChanges || !object.hasChanges {
+            guard !object.isFault else { return }
+            object.willTurnIntoFault()
+            object.storage = nil
+            object.committed = nil
+            object.eventStart = nil
+            object.deletedFlag = false
+            deletedObjectsByID[object.objectID] = nil
+            if !retainsRegisteredObjects { strong[object.objectID] = nil }
+            object.didTurnIntoFault()
+            return
+        }
+        let local = object.changedIndexes()
+        guard let coordinator = persistentStoreCoordinator, let storage = object.storage,
+              let row = (try? coordinator.store(for: object.objectID)?.row(for: object.objectID)) ?? nil else { return }
+        var merged = row.values.map { value -> SnapshotValue in
+            if case .toMany = value { return .toMany(nil) }
+            return value
+        }
+        for index in local where index < merged.count { merged[index] = storage[index] }
+        object.committed = RowSnapshot(objectID: row.objectID, version: row.version, values: row.values.map { value in
+            if case .toMany = value { return .toMany(nil) }
+            return value
+        })
+        object.storage = merged
+    }
+
+    /// Refreshes every registered object, keeping unsaved changes.
+    public func refreshAllObjects() {
+        for object in registry.values.compactMap(\.object) { refresh(object, mergeChanges: true) }
+    }
+}

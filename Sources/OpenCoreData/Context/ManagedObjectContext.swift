@@ -1,0 +1,329 @@
+import Foundation
+import OpenCoreDataPredicates
+
+/// A scratch pad of managed objects (`NSManagedObjectContext`): it fetches them,
+/// keeps exactly one object per record, tracks every change, maintains inverse
+/// relationships and delete rules, validates, and commits everything at once with
+/// ``save()``.
+///
+/// ```swift
+/// let context = ManagedObjectContext(concurrencyType: .mainQueue)
+/// context.persistentStoreCoordinator = coordinator
+///
+/// let mood = Mood(context: context)
+/// mood.date = Date()
+/// try context.save()
+///
+/// let request = FetchRequest<Mood>(entityName: "Mood")
+/// request.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+/// let moods = try context.fetch(request)
+/// ```
+///
+/// A context and its objects belong to one queue and are not `Sendable`; other
+/// contexts receive object IDs. Objects nobody holds and that have no unsaved
+/// changes are released (registration is weak), unless
+/// ``retainsRegisteredObjects`` is set.
+public final class ManagedObjectContext {
+    /// How a context is confined.
+    public enum ConcurrencyType: Sendable {
+        /// The main queue.
+        case mainQueue
+        /// A private queue of the context's own.
+        case privateQueue
+    }
+
+    /// The context's concurrency type.
+    public let concurrencyType: ConcurrencyType
+    /// The coordinator the context reads from and saves to.
+    public var persistentStoreCoordinator: PersistentStoreCoordinator?
+    /// A name for the context, recorded in persistent history and logs.
+    public var name: String?
+    /// The author recorded with this context's saves in persistent history.
+    public var transactionAuthor: String?
+    /// The context's undo manager (nil: changes are not undoable).
+    public var undoManager: CoreUndoManager?
+    /// Whether the context keeps strong references to every registered object.
+    public var retainsRegisteredObjects = false {
+        didSet {
+            if retainsRegisteredObjects {
+                for (id, box) in registry { if let object = box.object { strong[id] = object } }
+            } else {
+                strong = strong.filter { $0.value.hasChanges }
+            }
+        }
+    }
+
+    final class WeakObject {
+        weak var object: ManagedObject?
+        init(_ object: ManagedObject) { self.object = object }
+    }
+
+    /// Every registered object, weakly.
+    var registry: [ObjectID: WeakObject] = [:]
+    /// Objects held strongly: changed ones, or all with `retainsRegisteredObjects`.
+    var strong: [ObjectID: ManagedObject] = [:]
+    var insertedObjectsByID: [ObjectID: ManagedObject] = [:]
+    var deletedObjectsByID: [ObjectID: ManagedObject] = [:]
+    /// Deleted since the last `processPendingChanges`: their delete rules are pending.
+    var pendingDeletes: [ManagedObject] = []
+    /// Changes since the last objects-did-change notification.
+    var eventInserted: [ObjectID: ManagedObject] = [:]
+    var eventUpdated: [ObjectID: ManagedObject] = [:]
+    var eventDeleted: [ObjectID: ManagedObject] = [:]
+    var isProcessingChanges = false
+    var isUndoingOrRedoing = false
+    var registrationsSinceSweep = 0
+    var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
+
+    /// A context of the given concurrency type.
+    public init(concurrencyType: ConcurrencyType) {
+        self.concurrencyType = concurrencyType
+    }
+
+    // MARK: Registered objects
+
+    /// The objects registered with the context that are still alive.
+    public var registeredObjects: Set<ManagedObject> {
+        Set(registry.values.compactMap(\.object))
+    }
+
+    /// The registered object with `id`, or nil (never a new fault, never a fetch).
+    public func registeredObject(for id: ObjectID) -> ManagedObject? {
+        registry[id]?.object
+    }
+
+    /// The object with `id`: the registered one, else a fault for it (Core Data's
+    /// `object(with:)`). The fault fires when a value is read; if the store has no
+    /// such object, the values read are nil.
+    public func object(with id: ObjectID) -> ManagedObject {
+        if let object = registry[id]?.object { return object }
+        return makeFault(id, row: nil)
+    }
+
+    /// The object with `id`, loaded from the store, or an error when it does not
+    /// exist (Core Data's `existingObject(with:)`).
+    public func existingObject(with id: ObjectID) throws -> ManagedObject {
+        if let object = registry[id]?.object {
+            if object.isFault { try fulfill(object) }
+            if object.isDeleted || object.storage != nil { return object }
+        }
+        guard !id.isTemporaryID else {
+            throw CoreDataError(.managedObjectReferentialIntegrity, "No object with temporary ID \(id) is registered in this context",
+                                objectDescription: id.description)
+        }
+        guard let coordinator = persistentStoreCoordinator, let row = try coordinator.row(for: id) else {
+            throw CoreDataError(.managedObjectReferentialIntegrity, "The object \(id) does not exist in the store",
+                                entityName: id.entityName, objectDescription: id.description)
+        }
+        let object = makeFault(id, row: row)
+        if object.isFault { try fulfill(object) }
+        return object
+    }
+
+    /// The entity of a managed object subclass in this context's model.
+    func entity(for type: ManagedObject.Type) -> EntityDescription? {
+        ManagedObjectClasses.register(type)
+        let name = String(describing: type)
+        return persistentStoreCoordinator?.managedObjectModel.entity(forClassNamed: name) ?? type.entity()
+    }
+
+    func register(_ object: ManagedObject) {
+        registry[object.objectID] = WeakObject(object)
+        object.managedObjectContext = self
+        if retainsRegisteredObjects { strong[object.objectID] = object }
+        registrationsSinceSweep += 1
+        if registrationsSinceSweep > 4096 && registrationsSinceSweep > registry.count {
+            registry = registry.filter { $0.value.object != nil }
+            registrationsSinceSweep = 0
+        }
+    }
+
+    func unregister(_ object: ManagedObject) {
+        registry[object.objectID] = nil
+        strong[object.objectID] = nil
+        insertedObjectsByID[object.objectID] = nil
+        deletedObjectsByID[object.objectID] = nil
+        if object.managedObjectContext === self { object.managedObjectContext = nil }
+    }
+
+    /// Creates (and registers) a fault for `id`, remembering `row` in the row cache.
+    @discardableResult
+    func makeFault(_ id: ObjectID, row: RowSnapshot?) -> ManagedObject {
+        let type = ManagedObjectClasses.type(for: id.entity)
+        let object = type.init(entity: id.entity, insertInto: nil)
+        object.objectID = id
+        object.storage = nil
+        register(object)
+        if let row, let coordinator = persistentStoreCoordinator {
+            coordinator.retainRow(row)
+            object.rowCacheOwner = coordinator
+        }
+        return object
+    }
+
+    /// Loads a fault's values from the row cache or the store.
+    func fulfill(_ object: ManagedObject) throws {
+        guard object.storage == nil else { return }
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
+        }
+        guard let row = try coordinator.row(for: object.objectID) else {
+            throw CoreDataError(.managedObjectReferentialIntegrity, "CoreData could not fulfill a fault for \(object.objectID): the object no longer exists in the store",
+                                entityName: object.entity.name, objectDescription: object.objectID.description)
+        }
+        load(row, into: object)
+        object.awakeFromFetch()
+    }
+
+    /// Gives a fault the values of `row`; to-many relationships stay faults.
+    func load(_ row: RowSnapshot, into object: ManagedObject) {
+        var values = row.values
+        for index in values.indices {
+            if case .toMany = values[index] { values[index] = .toMany(nil) }
+        }
+        object.storage = values
+        var committed = row
+        committed.values = values
+        object.committed = committed
+        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator {
+            coordinator.retainRow(row)
+            object.rowCacheOwner = coordinator
+        }
+    }
+
+    /// Fires `object`'s fault, if it is one. A fault whose row is gone is loaded with
+    /// nil values (Core Data raises an exception there).
+    func fireFault(_ object: ManagedObject) {
+        guard object.storage == nil else { return }
+        do {
+            try fulfill(object)
+        } catch {
+            object.storage = object.entity.allProperties.map { property in
+                (property as? RelationshipDescription)?.isToMany == true ? .toMany([]) : (property is RelationshipDescription ? .toOne(nil) : .attribute(.null))
+            }
+        }
+    }
+
+    // MARK: Inserting and deleting
+
+    /// Inserts a new object (one created with `insertInto: nil`), or re-inserts a
+    /// deleted one. Calls `awakeFromInsert()` on first insertion.
+    public func insert(_ object: ManagedObject) {
+        if object.deletedFlag, object.managedObjectContext === self {
+            undelete(object)
+            return
+        }
+        guard object.managedObjectContext == nil else { return }
+        if object.storage == nil { object.storage = ManagedObjectContext.initialValues(for: object.entity) }
+        object.insertedFlag = true
+        register(object)
+        strong[object.objectID] = object
+        insertedObjectsByID[object.objectID] = object
+        eventInserted[object.objectID] = object
+        registerUndo { context in context.uninsert(object) }
+        object.awakeFromInsert()
+    }
+
+    static func initialValues(for entity: EntityDescription) -> [SnapshotValue] {
+        entity.allProperties.map { property in
+            switch property {
+            case let attribute as AttributeDescription: return .attribute(attribute.defaultValue ?? .null)
+            case let relationship as RelationshipDescription: return relationship.isToMany ? .toMany([]) : .toOne(nil)
+            default: return .attribute(.null)
+            }
+        }
+    }
+
+    /// Undoes an insertion (undo of insert).
+    func uninsert(_ object: ManagedObject) {
+        guard object.insertedFlag else { return }
+        // Detach relationships so that the other side forgets the object too.
+        for (index, property) in object.entity.allProperties.enumerated() {
+            guard let relationship = property as? RelationshipDescription else { continue }
+            for related in relatedObjects(of: object, index: index) {
+                removeInverse(of: relationship, from: related, pointingTo: object)
+            }
+        }
+        object.insertedFlag = false
+        insertedObjectsByID[object.objectID] = nil
+        eventInserted[object.objectID] = nil
+        unregister(object)
+        registerUndo { context in
+            object.managedObjectContext = nil
+            context.insert(object)
+        }
+    }
+
+    /// Marks an object for deletion at the next save. Delete rules apply at the end
+    /// of the event (``processPendingChanges()``). Deleting a new, unsaved object
+    /// simply forgets it.
+    public func delete(_ object: ManagedObject) {
+        guard object.managedObjectContext === self, !object.deletedFlag else { return }
+        fireFault(object)
+        object.deletedFlag = true
+        strong[object.objectID] = object
+        deletedObjectsByID[object.objectID] = object
+        eventDeleted[object.objectID] = object
+        pendingDeletes.append(object)
+        registerUndo { context in context.undelete(object) }
+    }
+
+    func undelete(_ object: ManagedObject) {
+        guard object.deletedFlag else { return }
+        object.deletedFlag = false
+        deletedObjectsByID[object.objectID] = nil
+        eventDeleted[object.objectID] = nil
+        pendingDeletes.removeAll { $0 === object }
+        if !object.hasChanges && !retainsRegisteredObjects { strong[object.objectID] = nil }
+        registerUndo { context in context.delete(object) }
+    }
+
+    // MARK: Change sets
+
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: Set<ManagedObject> {
+        Set(insertedObjectsByID.values.filter { !$0.deletedFlag })
+    }
+    /// Objects with unsaved changes to their properties.
+    public var updatedObjects: Set<ManagedObject> { Set(strong.values.filter { $0.isUpdated }) }
+    /// Objects that will be deleted at the next save.
+    public var deletedObjects: Set<ManagedObject> {
+        Set(deletedObjectsByID.values.filter { !$0.insertedFlag })
+    }
+    /// Whether the context has unsaved changes.
+    public var hasChanges: Bool {
+        !insertedObjects.isEmpty || !deletedObjects.isEmpty || strong.values.contains { $0.isUpdated }
+    }
+
+    /// Called before a property of `object` changes: tracks it as updated.
+    func willChange(_ object: ManagedObject) {
+        if object.eventStart == nil { object.eventStart = object.storage }
+        strong[object.objectID] = object
+        if !object.insertedFlag && !object.deletedFlag { eventUpdated[object.objectID] = object }
+    }
+
+    // MARK: Undo
+
+    func registerUndo(_ action: @escaping (ManagedObjectContext) -> Void) {
+        guard let undoManager, undoManager.isUndoRegistrationEnabled else { return }
+        undoManager.registerUndo(withTarget: self) { context in
+            context.isUndoingOrRedoing = true
+            action(context)
+            context.isUndoingOrRedoing = false
+        }
+    }
+
+    /// Undoes the last group of changes (the context's undo manager's `undo()`).
+    public func undo() {
+        processPendingChanges()
+        undoManager?.undo()
+        processPendingChanges()
+    }
+
+    /// Redoes the last undone group of changes.
+    public func redo() {
+        processPendingChanges()
+        undoManager?.redo()
+        processPendingChanges()
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import OpenCoreDataPredicates
+import Synchronization
+
+/// Connects contexts to persistent stores through one model
+/// (`NSPersistentStoreCoordinator`).
+///
+/// The coordinator owns the stores, routes each entity to the store of its
+/// configuration, hands out permanent object IDs, and keeps the row cache that
+/// every context on it shares: a fault fires from the cache before going to a store.
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(type: .inMemory)
+///
+/// let context = ManagedObjectContext(concurrencyType: .mainQueue)
+/// context.persistentStoreCoordinator = coordinator
+/// ```
+///
+/// A coordinator is `Sendable`: every context, on any queue, may use it. Creating
+/// one makes its model immutable.
+public final class PersistentStoreCoordinator: Sendable {
+    /// The model, frozen.
+    public let managedObjectModel: ManagedObjectModel
+
+    private struct State {
+        var stores: [any PersistentStore] = []
+        var rowCache: [ObjectID: CachedRow] = [:]
+    }
+
+    private struct CachedRow {
+        var row: RowSnapshot
+        var references: Int
+    }
+
+    private let state = Mutex(State())
+
+    /// A coordinator for `model`. The model is validated and becomes immutable; an
+    /// invalid model is a programming error reported here with every problem.
+    public init(managedObjectModel: ManagedObjectModel) {
+        do {
+            try managedObjectModel.freeze()
+        } catch {
+            preconditionFailure("OpenCoreData: the managed object model is invalid: \(error)")
+        }
+        self.managedObjectModel = managedObjectModel
+        ManagedObjectClasses.remember(managedObjectModel)
+    }
+
+    /// A coordinator for `model`, throwing when the model is invalid.
+    public static func validated(managedObjectModel: ManagedObjectModel) throws -> PersistentStoreCoordinator {
+        try managedObjectModel.freeze()
+        return PersistentStoreCoordinator(managedObjectModel: managedObjectModel)
+    }
+
+    // MARK: Stores
+
+    /// The stores, in the order they were added.
+    public var persistentStores: [any PersistentStore] { state.withLock { $0.stores } }
+
+    /// Adds a store of `type` holding the entities of `configuration` (nil: all).
+    @discardableResult
+    public func addPersistentStore(type: PersistentStoreType, configuration: String? = nil, at url: URL? = nil,
+                                   options: [String: String] = [:]) throws -> any PersistentStore {
+        guard managedObjectModel.entities(forConfigurationName: configuration) != nil else {
+            throw CoreDataError(.persistentStoreOpen, "The model has no configuration named '\(configuration ?? "")'")
+        }
+        let store: any PersistentStore
+        switch type {
+        case .inMemory:
+            store = InMemoryStore(model: managedObjectModel, configurationName: configuration,
+                                  readOnly: options["NSReadOnlyPersistentStoreOption"] == "1")
+        default:
+            throw CoreDataError(.persistentStoreInvalidType, "Unknown store type '\(type.rawValue)'")
+        }
+        add(store)
+        return store
+    }
+
+    /// Adds a store you created (a custom store).
+    public func add(_ store: any PersistentStore) {
+        state.withLock { $0.stores.append(store) }
+    }
+
+    /// Removes a store; its objects can no longer be fetched or saved.
+    public func remove(_ store: any PersistentStore) {
+        state.withLock { state in
+            state.stores.removeAll { $0 === store }
+            state.rowCache = state.rowCache.filter { $0.key.storeIdentifier != store.identifier }
+        }
+    }
+
+    /// The store with identifier `identifier`.
+    public func persistentStore(withIdentifier identifier: String) -> (any PersistentStore)? {
+        state.withLock { $0.stores.first { $0.identifier == identifier } }
+    }
+
+    /// The store new objects of `entity` go to: the first whose configuration
+    /// includes the entity.
+    public func store(for entity: EntityDescription) -> (any PersistentStore)? {
+        let stores = persistentStores
+        return stores.first { store in
+            guard let members = managedObjectModel.entities(forConfigurationName: store.configurationName) else { return false }
+            return members.contains { $0.name == entity.name }
+        }
+    }
+
+    /// The store holding the object `id`.
+    func store(for id: ObjectID) -> (any PersistentStore)? {
+        guard let identifier = id.storeIdentifier else { return store(for: id.entity) }
+        return persistentStore(withIdentifier: identifier)
+    }
+
+    /// The object ID a Core Data URI names (`x-coredata://<store>/<Entity>/p<pk>`), or
+    /// nil when no store or entity matches.
+    public func managedObjectID(forURIRepresentation uri: URL) -> ObjectID? {
+        guard let parts = ObjectID.parse(uri: uri), case .permanent(let pk) = parts.key,
+              let entity = managedObjectModel.entitiesByName[parts.entity],
+              persistentStore(withIdentifier: parts.store) != nil else { return nil }
+        return ObjectID(entity: entity, storeIdentifier: parts.store, primaryKey: pk)
+    }
+
+    // MARK: Rows and the row cache
+
+    /// Fetches rows from every store that holds the entity, caching them.
+    func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
+        let stores = storesHolding(fetch.entity)
+        var rows: [RowSnapshot] = []
+        for store in stores { rows += try store.fetchRows(fetch) }
+        // Several stores: each sorted and limited its rows; the context sorts the
+        // merged objects again, and the limit applies to the merged list.
+        if stores.count > 1, fetch.fetchLimit > 0 { rows = Array(rows.prefix(fetch.fetchLimit)) }
+        return rows
+    }
+
+    func count(_ fetch: StoreFetch) throws -> Int {
+        try storesHolding(fetch.entity).reduce(0) { $0 + (try $1.count(fetch)) }
+    }
+
+    private func storesHolding(_ entity: EntityDescription) -> [any PersistentStore] {
+        persistentStores.filter { store in
+            managedObjectModel.entities(forConfigurationName: store.configurationName)?.contains { $0.name == entity.name } ?? false
+        }
+    }
+
+    /// The row of `id`: from the row cache, else from its store.
+    func row(for id: ObjectID) throws -> RowSnapshot? {
+        if let cached = state.withLock({ $0.rowCache[id]?.row }) { return cached }
+        guard let store = store(for: id) else { return nil }
+        return try store.row(for: id)
+    }
+
+    /// Records that an object holds `row`: the cache keeps it while any object does.
+    func retainRow(_ row: RowSnapshot) {
+        state.withLock { state in
+            if var entry = state.rowCache[row.objectID] {
+                if row.version >= entry.row.version { entry.row = row }
+                entry.references += 1
+                state.rowCache[row.objectID] = entry
+            } else {
+                state.rowCache[row.objectID] = CachedRow(row: row, references: 1)
+            }
+        }
+    }
+
+    /// Releases a row retained with ``retainRow(_:)``.
+    func releaseRow(_ id: ObjectID) {
+        state.withLock { state in
+            guard var entry = state.rowCache[id] else { return }
+            entry.references -= 1
+            state.rowCache[id] = entry.references > 0 ? entry : nil
+        }
+    }
+
+    /// The number of rows in the row cache.
+    public var rowCacheCount: Int { state.withLock { $0.rowCache.count } }
+
+    func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+        guard let store = store(for: id) else { return [] }
+        return try store.relatedObjectIDs(of: id, relationship: relationship)
+    }
+
+    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
+        guard let store = store(for: entity) else {
+            throw CoreDataError(.persistentStoreSave, "No persistent store holds entity '\(entity.name)'", entityName: entity.name)
+        }
+        return try store.newObjectIDs(for: entity, count: count)
+    }
+
+    /// Applies the changes of one save to the stores, then refreshes the row cache.
+    func save(_ changes: SaveChanges) throws {
+        var byStore: [String: SaveChanges] = [:]
+        func key(_ id: ObjectID) -> String { id.storeIdentifier ?? "" }
+        for row in changes.inserted { byStore[key(row.objectID), default: SaveChanges()].inserted.append(row) }
+        for row in changes.updated {
+            byStore[key(row.objectID), default: SaveChanges()].updated.append(row)
+            byStore[key(row.objectID)]?.changedProperties[row.objectID] = changes.changedProperties[row.objectID]
+        }
+        for entry in changes.deleted { byStore[key(entry.0), default: SaveChanges()].deleted.append(entry) }
+        for (identifier, storeChanges) in byStore.sorted(by: { $0.key < $1.key }) {
+            guard let store = persistentStore(withIdentifier: identifier) else {
+                throw CoreDataError(.persistentStoreSave, "No persistent store with identifier '\(identifier)'")
+            }
+            try store.save(storeChanges)
+        }
+        state.withLock { state in
+            for row in changes.updated {
+                guard var entry = state.rowCache[row.objectID] else { continue }
+                entry.row = row
+                entry.row.version = row.version + 1
+                state.rowCache[row.objectID] = entry
+            }
+            for (id, _) in changes.deleted { state.rowCache[id] = nil }
+        }
+    }
+}

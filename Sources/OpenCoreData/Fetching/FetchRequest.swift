@@ -1,0 +1,67 @@
+import Foundation
+import OpenCoreDataPredicates
+
+/// A search for objects of one entity: which ones (a predicate), in what order,
+/// how many, and in what form (`NSFetchRequest`).
+///
+/// ```swift
+/// let request = FetchRequest<Mood>(entityName: "Mood")
+/// request.predicate = try CorePredicate(format: "rating >= %d", 3)
+/// request.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+/// request.fetchLimit = 20
+/// let moods = try context.fetch(request)
+/// ```
+///
+/// `Result` is the type of each result: a managed object class for
+/// ``ResultType/managedObject``, ``ObjectID`` for ``ResultType/managedObjectID``.
+public final class FetchRequest<Result> {
+    /// What a fetch returns.
+    public enum ResultType: Int, Sendable {
+        /// Managed objects (the default).
+        case managedObject = 0
+        /// Object IDs.
+        case managedObjectID = 1
+        /// Dictionaries of property values.
+        case dictionary = 2
+        /// The number of matching objects.
+        case count = 4
+    }
+
+    /// The name of the entity to fetch.
+    public var entityName: String?
+    /// The entity to fetch (takes precedence over ``entityName``).
+    public var entity: EntityDescription?
+    /// Which objects match; nil matches all.
+    public var predicate: CorePredicate?
+    /// The order of the results.
+    public var sortDescriptors: [CoreSortDescriptor] = []
+    /// At most this many results (0: no limit).
+    public var fetchLimit: Int = 0
+    /// Skip this many results.
+    public var fetchOffset: Int = 0
+    /// Load objects this many at a time (0: all at once).
+    public var fetchBatchSize: Int = 0
+    /// Whether objects of subentities are included.
+    public var includesSubentities: Bool = true
+    /// Whether unsaved changes of the context are included.
+    public var includesPendingChanges: Bool = true
+    /// Whether objects come back as faults (values loaded when first read).
+    public var returnsObjectsAsFaults: Bool = true
+    /// Whether property values are fetched with the objects.
+    public var includesPropertyValues: Bool = true
+    /// What each result is.
+    public var resultType: ResultType = .managedObject
+
+    /// A request for the entity named `entityName`.
+    public init(entityName: String) {
+        self.entityName = entityName
+        if Result.self == ObjectID.self { resultType = .managedObjectID }
+    }
+
+    /// A request for `entity`.
+    public init(entity: EntityDescription) {
+        self.entity = entity
+        self.entityName = entity.name
+        if Result.self == ObjectID.self { resultType = .managedObjectID }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import OpenCoreDataPredicates
+
+/// An object of an entity, living in one managed object context (`NSManagedObject`).
+///
+/// A managed object holds the values of its entity's properties, tracks its
+/// changes, keeps both sides of its relationships in step, and stays a *fault* —
+/// an empty shell with just its ``objectID`` — until one of its values is read.
+///
+/// Use it dynamically with key-value coding:
+///
+/// ```swift
+/// let mood = ManagedObject(entity: moodEntity, insertInto: context)
+/// mood.setValue(Date(), forKey: "date")
+/// mood.setValue(country, forKey: "country")      // also adds mood to country.moods
+/// mood.value(forKey: "date") as? Date
+/// ```
+///
+/// or subclass it with typed properties (see the `@Managed` macro), and override
+/// the lifecycle hooks (``awakeFromInsert()``, ``willSave()``, ``prepareForDeletion()``
+/// ...) and validation methods as in Core Data.
+///
+/// Objects belong to their context's queue and are not `Sendable`: pass their
+/// ``objectID`` to other contexts.
+open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomStringConvertible {
+    /// The object's entity.
+    public let entity: EntityDescription
+    /// The object's ID: temporary until saved, then permanent.
+    public internal(set) var objectID: ObjectID
+    /// The context the object is registered with, if any.
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+
+    /// The values, indexed like `entity.allProperties`; nil while a fault.
+    var storage: [SnapshotValue]?
+    /// The row as last read from or saved to the store; nil for a new object.
+    var committed: RowSnapshot?
+    /// The values when the current event began, for `changedValuesForCurrentEvent()`.
+    var eventStart: [SnapshotValue]?
+    var insertedFlag = false
+    var deletedFlag = false
+    /// Set when the object's row is retained in the coordinator's row cache.
+    var rowCacheOwner: PersistentStoreCoordinator?
+
+    /// Creates an object of `entity` and inserts it into `context` (Core Data's
+    /// designated initializer). With a nil context the object is not inserted.
+    public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
+        self.entity = entity
+        self.objectID = ObjectID(temporaryFor: entity)
+        ManagedObjectClasses.register(type(of: self))
+        if let context {
+            context.insert(self)
+        }
+    }
+
+    /// Creates an object of the entity whose class is this class, in `context`.
+    ///
+    /// ```swift
+    /// let mood = Mood(context: context)
+    /// ```
+    public convenience init(context: ManagedObjectContext) {
+        guard let entity = context.entity(for: Self.self) else {
+            preconditionFailure("OpenCoreData: no entity of the context's model has class '\(String(describing: Self.self))'. Set the entity's class name (Xcode's Class field) to it.")
+        }
+        self.init(entity: entity, insertInto: context)
+    }
+
+    deinit {
+        rowCacheOwner?.releaseRow(objectID)
+    }
+
+    /// The entity of this class in the models loaded so far (`entity()`).
+    public class func entity() -> EntityDescription? {
+        ManagedObjectClasses.entity(for: self)
+    }
+
+    // MARK: State
+
+    /// Whether the object was inserted and not yet saved.
+    public var isInserted: Bool { insertedFlag }
+    /// Whether the object will be deleted at the next save.
+    public var isDeleted: Bool { deletedFlag }
+    /// Whether the object has unsaved changes to its properties.
+    public var isUpdated: Bool { !insertedFlag && !deletedFlag && hasChangedValues }
+    /// Whether the object's values are not loaded yet.
+    public var isFault: Bool { storage == nil }
+    /// Whether the object has any unsaved change: inserted, deleted or updated.
+    public var hasChanges: Bool { insertedFlag || deletedFlag || hasChangedValues }
+    /// Whether a persistent (non-transient) property has an unsaved change.
+    public var hasPersistentChangedValues: Bool {
+        changedIndexes().contains { !entity.allProperties[$0].isTransient }
+    }
+
+    var hasChangedValues: Bool { !changedIndexes().isEmpty }
+
+    /// The indexes of properties whose value differs from the committed row.
+    func changedIndexes() -> [Int] {
+        guard let storage else { return [] }
+        guard let committed else {
+            return storage.indices.filter { index in
+                switch storage[index] {
+                case .attribute(let v): return !v.isNull
+                case .toOne(let id): return id != nil
+                case .toMany(let ids): return !(ids ?? []).isEmpty
+                }
+            }
+        }
+        return storage.indices.filter { index in
+            index < committed.values.count && !ManagedObject.same(storage[index], committed.values[index])
+        }
+    }
+
+    static func same(_ a: SnapshotValue, _ b: SnapshotValue) -> Bool {
+        switch (a, b) {
+        case (.toMany(nil), _), (_, .toMany(nil)): return true
+        case (.toMany(let x?), .toMany(let y?)): return x.count == y.count && (x == y || Set(x) == Set(y))
+        default: return a == b
+        }
+    }
+
+    /// Whether the to-many relationship `key` is still a fault (not loaded).
+    public func hasFault(forRelationshipNamed key: String) -> Bool {
+        guard let storage, let index = entity.propertyIndex(named: key) else { return true }
+        if case .toMany(nil) = storage[index] { return true }
+        return false
+    }
+
+    // MARK: Lifecycle hooks (override them; call super)
+
+    /// Called once, when the object is first inserted into a context. Set up
+    /// initial values here.
+    open func awakeFromInsert() {}
+    /// Called when the object's values are loaded from the store (a fault fires).
+    open func awakeFromFetch() {}
+    /// Called before the object is saved.
+    open func willSave() {}
+    /// Called after the object was saved.
+    open func didSave() {}
+    /// Called when the object is about to be deleted, before delete rules apply.
+    open func prepareForDeletion() {}
+    /// Called before the object turns back into a fault.
+    open func willTurnIntoFault() {}
+    /// Called after the object turned into a fault.
+    open func didTurnIntoFault() {}
+
+    // MARK: Validation (override them; call super)
+
+    /// Validates the object before it is inserted by a save. The default checks
+    /// every property (``validateValue(_:forKey:)`` and the model's rules).
+    open func validateForInsert() throws {
+        try validatePropertyValues()
+    }
+
+    /// Validates the object before its changes are saved.
+    open func validateForUpdate() throws {
+        try validatePropertyValues()
+    }
+
+    /// Validates the object before it is deleted: deny delete rules.
+    open func validateForDelete() throws {
+        try validateDeleteRules()
+    }
+
+    /// Validates one value (`validate<Key>:error:`): override to add rules for a
+    /// key; throw a ``CoreDataError`` naming the problem. You may replace the value.
+    open func validateValue(_ value: inout Any?, forKey key: String) throws {}
+
+    // MARK: Description
+
+    public var description: String {
+        let name = String(describing: type(of: self))
+        guard let storage else { return "<\(name): \(objectID)> (fault)" }
+        let pairs = entity.allProperties.enumerated().compactMap { index, property -> String? in
+            guard index < storage.count else { return nil }
+            switch storage[index] {
+            case .attribute(let value): return "\(property.name) = \(ManagedObject.describe(value))"
+            case .toOne(let id): return "\(property.name) = \(id.map(\.description) ?? "nil")"
+            case .toMany(let ids): return "\(property.name) = \(ids.map { "\($0.count) objects" } ?? "<relationship fault>")"
+            }
+        }
+        return "<\(name): \(objectID)> { \(pairs.joined(separator: "; ")) }"
+    }
+
+    static func describe(_ value: AttributeValue) -> String {
+        switch value {
+        case .null: return "nil"
+        case .string(let s): return "\"\(s)\""
+        case .int(let i): return "\(i)"
+        case .double(let d): return "\(d)"
+        case .bool(let b): return b ? "1" : "0"
+        default: return "\(value)"
+        }
+    }
+
+    // MARK: Identity
+
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    // MARK: Predicates
+
+    /// In predicates a managed object stands for its object ID URI.
+    public var formatArgumentValue: AttributeValue { .uri(objectID.uriRepresentation()) }
+    public var predicateIdentity: AttributeValue? { .uri(objectID.uriRepresentation()) }
+}
+
+extension ObjectID: FormatArgument {
+    /// In predicates an object ID stands for its URI, and compares equal to its object.
+    public var formatArgumentValue: AttributeValue { .uri(uriRepresentation()) }
+}

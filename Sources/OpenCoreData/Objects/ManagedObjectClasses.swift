@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+/// The registry of managed object subclasses, by class name: how a context knows
+/// to create a `Mood` for a row of the entity whose class is `Mood`.
+///
+/// Subclasses register themselves when first instantiated, and when fetched through
+/// a typed request (`FetchRequest<Mood>`). Register them up front when a context may
+/// meet their objects first through a relationship:
+///
+/// ```swift
+/// ManagedObjectClasses.register(Mood.self, Country.self, Continent.self)
+/// ```
+public enum ManagedObjectClasses {
+    private static let classes = Mutex<[String: ManagedObject.Type]>([:])
+    private static let models = Mutex<[WeakModel]>([])
+
+    private struct WeakModel: @unchecked Sendable {
+        // Models are frozen (immutable) before they are registered; see PropertyDescription.
+        weak var model: ManagedObjectModel?
+    }
+
+    /// Registers subclasses under their class names.
+    public static func register(_ types: ManagedObject.Type...) {
+        for type in types { register(type) }
+    }
+
+    static func register(_ type: ManagedObject.Type) {
+        guard type != ManagedObject.self else { return }
+        let name = String(describing: type)
+        classes.withLock { if $0[name] == nil { $0[name] = type } }
+    }
+
+    /// The class for an entity: the registered class named by the entity's class
+    /// name (a module prefix such as `Moody.Mood` or `.Mood` is ignored), or
+    /// `ManagedObject`.
+    static func type(for entity: EntityDescription) -> ManagedObject.Type {
+        let name = shortName(entity.managedObjectClassName)
+        if name == "NSManagedObject" || name == "ManagedObject" { return ManagedObject.self }
+        return classes.withLock { $0[name] } ?? ManagedObject.self
+    }
+
+    static func shortName(_ className: String) -> String {
+        className.split(separator: ".").last.map(String.init) ?? className
+    }
+
+    /// Remembers a model (frozen) so that `entity()` can find a class's entity.
+    static func remember(_ model: ManagedObjectModel) {
+        models.withLock { list in
+            list.removeAll { $0.model == nil }
+            if !list.contains(where: { $0.model === model }) { list.append(WeakModel(model: model)) }
+        }
+    }
+
+    static func entity(for type: ManagedObject.Type) -> EntityDescription? {
+        let name = String(describing: type)
+        let candidates = models.withLock { $0.compactMap(\.model) }
+        for model in candidates.reversed() {
+            if let entity = model.entity(forClassNamed: name) { return entity }
+        }
+        return nil
+    }
+}
+
+extension ManagedObjectModel {
+    /// The entity whose class name is `name` (ignoring a module prefix); when none
+    /// is, the entity named `name`.
+    func entity(forClassNamed name: String) -> EntityDescription? {
+        entities.first { ManagedObjectClasses.shortName($0.managedObjectClassName) == name }
+            ?? entitiesByName[name]
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// The identity of a managed object, valid across contexts and threads
+/// (`NSManagedObjectID`).
+///
+/// An object inserted into a context has a *temporary* ID until it is saved (or
+/// until ``ManagedObjectContext/obtainPermanentIDs(for:)``), and a *permanent* one
+/// afterwards: the store's primary key for the object's entity. IDs are `Sendable`:
+/// pass them between contexts, never the objects themselves.
+///
+/// ```swift
+/// let id = mood.objectID                       // Sendable
+/// let uri = id.uriRepresentation()             // x-coredata://<store UUID>/Mood/p42
+/// let same = coordinator.managedObjectID(forURIRepresentation: uri)
+/// let moodOnAnotherContext = try backgroundContext.existingObject(with: id)
+/// ```
+public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
+    /// The entity of the object.
+    public let entity: EntityDescription
+    /// The identifier (UUID) of the store holding the object; nil while temporary.
+    public let storeIdentifier: String?
+    let key: Key
+
+    enum Key: Hashable, Sendable {
+        case temporary(UUID)
+        case permanent(Int64)
+    }
+
+    /// A new temporary ID for an inserted object.
+    init(temporaryFor entity: EntityDescription) {
+        self.entity = entity
+        self.storeIdentifier = nil
+        self.key = .temporary(UUID())
+    }
+
+    /// The permanent ID of the row `primaryKey` of `entity` in the store `storeIdentifier`.
+    public init(entity: EntityDescription, storeIdentifier: String, primaryKey: Int64) {
+        self.entity = entity
+        self.storeIdentifier = storeIdentifier
+        self.key = .permanent(primaryKey)
+    }
+
+    /// Whether the ID is temporary (the object has never been saved).
+    public var isTemporaryID: Bool {
+        if case .temporary = key { return true }
+        return false
+    }
+
+    /// The store's primary key of the object (`Z_PK`), once permanent.
+    public var primaryKey: Int64? {
+        if case .permanent(let pk) = key { return pk }
+        return nil
+    }
+
+    /// The entity's name.
+    public var entityName: String { entity.name }
+
+    /// The ID as a URI: `x-coredata://<store UUID>/<Entity>/p<primary key>` when
+    /// permanent, `x-coredata:///<Entity>/t<UUID>` while temporary: Core Data's forms.
+    public func uriRepresentation() -> URL {
+        let name = entity.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entity.name
+        let text: String
+        switch key {
+        case .permanent(let pk): text = "x-coredata://\(storeIdentifier ?? "")/\(name)/p\(pk)"
+        case .temporary(let uuid): text = "x-coredata:///\(name)/t\(uuid.uuidString)"
+        }
+        return URL(string: text) ?? URL(fileURLWithPath: "/invalid-object-id")
+    }
+
+    public var description: String { "<\(uriRepresentation().absoluteString)>" }
+
+    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+        lhs.key == rhs.key && lhs.storeIdentifier == rhs.storeIdentifier && lhs.entity.name == rhs.entity.name
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+        hasher.combine(entity.name)
+    }
+
+    /// Parses a Core Data object URI into its parts: store identifier, entity name,
+    /// and primary key or temporary UUID.
+    static func parse(uri: URL) -> (store: String, entity: String, key: Key)? {
+        let text = uri.absoluteString
+        guard text.hasPrefix("x-coredata://") else { return nil }
+        let rest = text.dropFirst("x-coredata://".count)
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, let last = parts.last, let first = last.first else { return nil }
+        let entity = String(parts[1]).removingPercentEncoding ?? String(parts[1])
+        let body = last.dropFirst()
+        switch first {
+        case "p":
+            guard let pk = Int64(body), pk > 0 else { return nil }
+            return (String(parts[0]), entity, .permanent(pk))
+        case "t":
+            guard let uuid = UUID(uuidString: String(body)) else { return nil }
+            return (String(parts[0]), entity, .temporary(uuid))
+        default:
+            return nil
+        }
+    }
+}

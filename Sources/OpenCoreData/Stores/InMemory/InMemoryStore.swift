@@ -1,0 +1,222 @@
+import Foundation
+import OpenCoreDataPredicates
+import Synchronization
+
+/// A persistent store that keeps its rows in memory (`NSInMemoryStoreType`): fast,
+/// and gone when the coordinator goes away. Ideal for tests and caches.
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(type: .inMemory)
+/// let context = ManagedObjectContext(concurrencyType: .mainQueue)
+/// context.persistentStoreCoordinator = coordinator
+/// ```
+///
+/// It evaluates predicates and sort descriptors with the predicate module's
+/// evaluator, applies each save atomically, and checks optimistic-locking versions
+/// exactly like the SQLite store.
+public final class InMemoryStore: PersistentStore {
+    public let identifier: String
+    public var type: PersistentStoreType { .inMemory }
+    public var url: URL? { nil }
+    public let configurationName: String?
+    public let isReadOnly: Bool
+    let model: ManagedObjectModel
+
+    struct State: Sendable {
+        /// Rows by concrete entity name, then primary key.
+        var rows: [String: [Int64: RowSnapshot]] = [:]
+        /// The last primary key handed out, per root entity.
+        var maxPrimaryKey: [String: Int64] = [:]
+        var metadata: [String: AttributeValue] = [:]
+
+        func row(_ id: ObjectID) -> RowSnapshot? {
+            guard let pk = id.primaryKey else { return nil }
+            return rows[id.entity.name]?[pk]
+        }
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates an empty in-memory store for `model`.
+    public init(model: ManagedObjectModel, configurationName: String? = nil, identifier: String = UUID().uuidString,
+                readOnly: Bool = false) {
+        self.model = model
+        self.identifier = identifier
+        self.configurationName = configurationName
+        self.isReadOnly = readOnly
+        var initial = State()
+        initial.metadata = [
+            "NSStoreType": "InMemory",
+            "NSStoreUUID": .string(identifier),
+            "NSStoreModelVersionHashesVersion": 3,
+            "NSStoreModelVersionHashes": .dictionary(model.entityVersionHashesByName.mapValues { .data($0) }),
+            "NSStoreModelVersionIdentifiers": .array(model.versionIdentifiers.sorted().map { .string($0) }),
+        ]
+        self.state = Mutex(initial)
+    }
+
+    public var metadata: [String: AttributeValue] {
+        state.withLock { $0.metadata }
+    }
+
+    /// Replaces the app's own metadata keys (Core Data's keys are kept).
+    public func setMetadataValue(_ value: AttributeValue?, forKey key: String) {
+        state.withLock { $0.metadata[key] = value }
+    }
+
+    // MARK: Reading
+
+    public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
+        let snapshot = state.withLock { $0 }
+        let entities = fetch.includesSubentities ? fetch.entity.selfAndDescendants : [fetch.entity]
+        var candidates: [RowSnapshot] = []
+        for entity in entities {
+            guard let rows = snapshot.rows[entity.name] else { continue }
+            candidates.append(contentsOf: rows.values)
+        }
+        candidates.sort { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
+        let graph = RowGraph(state: snapshot)
+        if let predicate = fetch.predicate {
+            candidates = try candidates.filter { row in
+                try predicate.evaluate(with: RowObject(row: row, graph: graph))
+            }
+        }
+        if !fetch.sortDescriptors.isEmpty {
+            let objects = candidates.map { RowObject(row: $0, graph: graph) }
+            let sorted = try fetch.sortDescriptors.sorted(objects)
+            candidates = sorted.map(\.row)
+        }
+        if fetch.fetchOffset > 0 { candidates = Array(candidates.dropFirst(fetch.fetchOffset)) }
+        if fetch.fetchLimit > 0 { candidates = Array(candidates.prefix(fetch.fetchLimit)) }
+        return candidates
+    }
+
+    public func count(_ fetch: StoreFetch) throws -> Int {
+        var unlimited = fetch
+        unlimited.sortDescriptors = []
+        return try fetchRows(unlimited).count
+    }
+
+    public func row(for objectID: ObjectID) throws -> RowSnapshot? {
+        state.withLock { $0.row(objectID) }
+    }
+
+    public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+        try state.withLock { state -> [ObjectID] in
+            guard let row = state.row(objectID) else {
+                throw CoreDataError(.managedObjectReferentialIntegrity,
+                                    "The object \(objectID) no longer exists in the store", objectDescription: objectID.description)
+            }
+            guard let index = objectID.entity.propertyIndex(named: relationship.name), index < row.values.count,
+                  case .toMany(let ids) = row.values[index] else { return [] }
+            return (ids ?? []).filter { state.row($0) != nil }
+        }
+    }
+
+    public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
+        let root = entity.rootEntity.name
+        let first = state.withLock { state -> Int64 in
+            let start = (state.maxPrimaryKey[root] ?? 0) + 1
+            state.maxPrimaryKey[root] = start + Int64(count) - 1
+            return start
+        }
+        return (0..<count).map { ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: first + Int64($0)) }
+    }
+
+    // MARK: Writing
+
+    public func save(_ changes: SaveChanges) throws {
+        if isReadOnly {
+            throw CoreDataError(.persistentStoreSave, "The store \(identifier) is read-only")
+        }
+        try state.withLock { state in
+            var conflicts: [CoreDataError] = []
+            for row in changes.updated {
+                let current = state.row(row.objectID)
+                if current?.version != row.version {
+                    conflicts.append(conflict(row.objectID, expected: row.version, found: current?.version))
+                }
+            }
+            for (id, version) in changes.deleted where version > 0 {
+                let current = state.row(id)
+                if let current, current.version != version {
+                    conflicts.append(conflict(id, expected: version, found: current.version))
+                }
+            }
+            if !conflicts.isEmpty {
+                throw CoreDataError(.managedObjectMerge, "Optimistic locking failure: \(conflicts.count) object(s) changed in the store since they were read",
+                                    underlyingErrors: conflicts)
+            }
+            var next = state
+            for row in changes.inserted {
+                guard let pk = row.objectID.primaryKey else {
+                    throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): its ID is temporary")
+                }
+                var stored = row
+                stored.version = 1
+                stored.values = row.values.map { value in
+                    if case .toMany(nil) = value { return .toMany([]) }
+                    return value
+                }
+                next.rows[row.objectID.entity.name, default: [:]][pk] = stored
+            }
+            for row in changes.updated {
+                guard let pk = row.objectID.primaryKey, var stored = next.rows[row.objectID.entity.name]?[pk] else { continue }
+                let changed = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
+                for index in changed where index < row.values.count && index < stored.values.count {
+                    if case .toMany(nil) = row.values[index] { continue }
+                    stored.values[index] = row.values[index]
+                }
+                stored.version += 1
+                next.rows[row.objectID.entity.name]?[pk] = stored
+            }
+            for (id, _) in changes.deleted {
+                guard let pk = id.primaryKey else { continue }
+                next.rows[id.entity.name]?[pk] = nil
+            }
+            state = next
+        }
+    }
+
+    private func conflict(_ id: ObjectID, expected: Int64, found: Int64?) -> CoreDataError {
+        let what = found.map { "version \($0) in the store" } ?? "deleted from the store"
+        return CoreDataError(.managedObjectMerge, "\(id) was read at version \(expected) but is now \(what)",
+                             entityName: id.entityName, objectDescription: id.description)
+    }
+}
+
+/// Lets predicates and sort descriptors walk rows and their relationships.
+struct RowGraph {
+    let state: InMemoryStore.State
+    func object(_ id: ObjectID) -> RowObject? {
+        state.row(id).map { RowObject(row: $0, graph: self) }
+    }
+}
+
+/// A store row seen through key-value coding.
+struct RowObject: KeyValueCoding {
+    let row: RowSnapshot
+    let graph: RowGraph
+
+    func value(forKey key: String) -> Any? {
+        guard let index = row.objectID.entity.propertyIndex(named: key), index < row.values.count else {
+            if key == "objectID" { return AttributeValue.uri(row.objectID.uriRepresentation()) }
+            return nil
+        }
+        switch row.values[index] {
+        case .attribute(let value):
+            return value
+        case .toOne(let id):
+            return id.flatMap { graph.object($0) }
+        case .toMany(let ids):
+            let objects = (ids ?? []).compactMap { graph.object($0) }
+            if let relationship = row.objectID.entity.allProperties[index] as? RelationshipDescription, relationship.isOrdered {
+                return objects
+            }
+            return EvaluatedValue.collection(objects.map { .object($0) }, isOrdered: false)
+        }
+    }
+
+    var predicateIdentity: AttributeValue? { .uri(row.objectID.uriRepresentation()) }
+}

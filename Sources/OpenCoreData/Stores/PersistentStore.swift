@@ -1,0 +1,136 @@
+import Foundation
+import OpenCoreDataPredicates
+
+/// A persistent store: where a coordinator keeps objects between runs
+/// (`NSPersistentStore`).
+///
+/// OpenCoreData ships an in-memory store and (with the SQLite store) Core Data's
+/// SQLite format; custom stores conform to this protocol. A store deals in rows
+/// (``RowSnapshot``), never in managed objects: contexts turn rows into objects.
+/// Stores are shared by every context of a coordinator and must be thread-safe.
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// let store = try coordinator.addPersistentStore(type: .inMemory)
+/// store.identifier   // the store UUID, part of every object ID URI
+/// ```
+public protocol PersistentStore: AnyObject, Sendable {
+    /// The store's UUID (`NSStoreUUIDKey`), part of every object ID URI.
+    var identifier: String { get }
+    /// The store's type.
+    var type: PersistentStoreType { get }
+    /// The store's file, if it has one.
+    var url: URL? { get }
+    /// The model configuration whose entities the store holds (nil: all).
+    var configurationName: String? { get }
+    /// Whether saving to the store is refused.
+    var isReadOnly: Bool { get }
+    /// The store's metadata: version hashes, identifiers and your own keys.
+    var metadata: [String: AttributeValue] { get }
+
+    /// The rows matching a fetch, sorted, offset and limited as it asks.
+    func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot]
+    /// The number of rows matching a fetch.
+    func count(_ fetch: StoreFetch) throws -> Int
+    /// The row of one object, or nil when the store has none (it was deleted).
+    func row(for objectID: ObjectID) throws -> RowSnapshot?
+    /// The IDs of the objects a to-many relationship of `objectID` holds, in order
+    /// for an ordered relationship.
+    func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID]
+    /// Reserves permanent IDs for new objects of `entity`.
+    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID]
+    /// Applies one save atomically: every change or none. Rows being updated or
+    /// deleted carry the version they were read at; if the stored version differs,
+    /// the save fails with ``CoreDataError/Code/managedObjectMerge`` (133020) and
+    /// nothing is written.
+    func save(_ changes: SaveChanges) throws
+}
+
+/// The kind of a persistent store (`NSPersistentStore.StoreType`).
+public struct PersistentStoreType: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// A store that lives in memory only.
+    public static let inMemory = PersistentStoreType(rawValue: "InMemory")
+    /// Core Data's SQLite store.
+    public static let sqlite = PersistentStoreType(rawValue: "SQLite")
+}
+
+/// What a store is asked to fetch: one entity (with its subentities, unless told
+/// otherwise), a predicate, a sort, an offset and a limit.
+public struct StoreFetch: Sendable {
+    /// The entity to fetch.
+    public var entity: EntityDescription
+    /// Whether objects of subentities are included.
+    public var includesSubentities: Bool = true
+    /// Which rows match (nil: all).
+    public var predicate: CorePredicate?
+    /// The order of the rows.
+    public var sortDescriptors: [CoreSortDescriptor] = []
+    /// Skip this many rows.
+    public var fetchOffset: Int = 0
+    /// At most this many rows (0: no limit).
+    public var fetchLimit: Int = 0
+
+    public init(entity: EntityDescription) { self.entity = entity }
+}
+
+/// One property's value in a row.
+public enum SnapshotValue: Sendable, Hashable {
+    /// An attribute's value.
+    case attribute(AttributeValue)
+    /// A to-one relationship's destination.
+    case toOne(ObjectID?)
+    /// A to-many relationship's destinations (in order for an ordered one), or nil
+    /// while not loaded (a to-many fault).
+    case toMany([ObjectID]?)
+
+    var attributeValue: AttributeValue {
+        if case .attribute(let value) = self { return value }
+        return .null
+    }
+}
+
+/// A row of a store: one object's stored values, indexed like
+/// ``EntityDescription/allProperties``, and its version (`Z_OPT`).
+public struct RowSnapshot: Sendable {
+    /// The object the row belongs to.
+    public var objectID: ObjectID
+    /// The optimistic-locking version: 1 on insert, +1 on each saved update.
+    public var version: Int64
+    /// The values, indexed like the entity's `allProperties`.
+    public var values: [SnapshotValue]
+
+    public init(objectID: ObjectID, version: Int64, values: [SnapshotValue]) {
+        self.objectID = objectID
+        self.version = version
+        self.values = values
+    }
+
+    /// The value of the property named `name`.
+    public func value(named name: String) -> SnapshotValue? {
+        guard let index = objectID.entity.propertyIndex(named: name), index < values.count else { return nil }
+        return values[index]
+    }
+}
+
+/// The changes of one save, handed to a store to apply atomically.
+public struct SaveChanges: Sendable {
+    /// New rows, with permanent IDs.
+    public var inserted: [RowSnapshot] = []
+    /// Changed rows with their new values; `version` is the version they were read at.
+    public var updated: [RowSnapshot] = []
+    /// For each updated row, the indexes of the properties that changed.
+    public var changedProperties: [ObjectID: [Int]] = [:]
+    /// Deleted objects with the version they were read at (0: not checked).
+    public var deleted: [(ObjectID, Int64)] = []
+
+    public init() {}
+}
+
+extension EntityDescription {
+    /// The index of a property in ``allProperties``.
+    public func propertyIndex(named name: String) -> Int? {
+        propertyIndexes[name]
+    }
+}
