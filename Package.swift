@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -12,15 +13,28 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         // The NSPredicate/NSExpression format language, key-path sort descriptors and
         // the key-value protocol objects expose to them. Depends on nothing else.
         .target(name: "OpenCoreDataPredicates"),
+        // The compiler plugin behind `@Managed` and `@ManagedEntity` (typed managed
+        // object subclasses, the counterpart of `@NSManaged`).
+        .macro(
+            name: "OpenCoreDataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
         .target(
             name: "OpenCoreData",
             dependencies: [
                 "OpenCoreDataPredicates",
+                "OpenCoreDataMacros",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -38,6 +52,15 @@ let package = Package(
             name: "OpenCoreDataPredicatesTests",
             dependencies: ["OpenCoreDataPredicates"],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "OpenCoreDataMacrosTests",
+            dependencies: [
+                "OpenCoreDataMacros",
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ]
         ),
         .testTarget(
             name: "OCDKitTests",

@@ -69,13 +69,23 @@ struct PredicateLexer {
         "INTERSECT", "MINUS",
     ]
 
-    private static let symbols: [String] = [
-        "**", "==", "=>", "=<", "!=", "<>", "<=", ">=", "&&", "||", ":=", "<<", ">>",
-        "(", ")", "{", "}", "[", "]", ",", ".", "=", "<", ">", "!", "+", "-", "*", "/",
-        "&", "|", "^", "~", "%",
-    ]
-
-    private static let symbolScalars: [[Unicode.Scalar]] = symbols.map { Array($0.unicodeScalars) }
+    /// The operator or punctuation at `i`, longest first.
+    private func symbol(at i: Int) -> String? {
+        let c = scalars[i]
+        let d: Unicode.Scalar = i + 1 < scalars.count ? scalars[i + 1] : " "
+        switch c {
+        case "*": return d == "*" ? "**" : "*"
+        case "=": return d == "=" ? "==" : d == ">" ? "=>" : d == "<" ? "=<" : "="
+        case "!": return d == "=" ? "!=" : "!"
+        case "<": return d == ">" ? "<>" : d == "=" ? "<=" : d == "<" ? "<<" : "<"
+        case ">": return d == "=" ? ">=" : d == ">" ? ">>" : ">"
+        case "&": return d == "&" ? "&&" : "&"
+        case "|": return d == "|" ? "||" : "|"
+        case ":": return d == "=" ? ":=" : nil
+        case "(", ")", "{", "}", "[", "]", ",", ".", "+", "-", "/", "^", "~", "%": return String(c)
+        default: return nil
+        }
+    }
 
     func error(at offset: Int, expected: String, found: String) -> PredicateParseError {
         PredicateParseError(
@@ -181,17 +191,11 @@ struct PredicateLexer {
             default:
                 break
             }
-            var matched = false
-            for (symbol, symbolScalars) in zip(PredicateLexer.symbols, PredicateLexer.symbolScalars)
-            where i + symbolScalars.count <= n && Array(scalars[i..<(i + symbolScalars.count)]) == symbolScalars {
-                tokens.append(Token(kind: .symbol(symbol), offset: start))
-                i += symbolScalars.count
-                matched = true
-                break
-            }
-            if !matched {
+            guard let symbol = symbol(at: i) else {
                 throw error(at: i, expected: "a valid token", found: describe(at: i))
             }
+            tokens.append(Token(kind: .symbol(symbol), offset: start))
+            i += symbol.unicodeScalars.count
         }
     }
 
@@ -396,7 +400,7 @@ struct PredicateLexer {
         let n = scalars.count
         var i = start + 1
         guard i < n else {
-            throw error(at: start, expected: "a format specifier (%@, %K, %d...)", found: "end of format")
+            throw error(at: start, expected: "a format specifier (%@, %K, %d, %f, %s...)", found: "end of format")
         }
         if scalars[i] == "%" { return nil }  // "%%": a literal percent sign
         if scalars[i] == "@" || scalars[i] == "K" {
@@ -414,7 +418,7 @@ struct PredicateLexer {
             }
         }
         guard i < n else {
-            throw error(at: start, expected: "a format specifier (%@, %K, %d...)", found: "end of format")
+            throw error(at: start, expected: "a format specifier (%@, %K, %d, %f, %s...)", found: "end of format")
         }
         let specifier = FormatSpecifier(conversion: scalars[i], length: length)
         guard specifier.kind != .unsupported else {

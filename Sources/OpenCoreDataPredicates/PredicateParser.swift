@@ -30,10 +30,9 @@ extension CorePredicate {
     /// Reads a predicate with its arguments in an array
     /// (`+[NSPredicate predicateWithFormat:argumentArray:]`).
     public init(format: String, arguments: [any FormatArgument]) throws {
-        var parser = try PredicateParser(
-            format: format, arguments: arguments.map(\.formatArgumentValue),
-            maxDepth: CorePredicate.maximumNestingDepth)
-        self = try parser.parsePredicateFormat()
+        self = try PredicateParser.parse(format, arguments.map(\.formatArgumentValue)) {
+            try $0.parsePredicateFormat()
+        }
     }
 }
 
@@ -52,10 +51,9 @@ extension CoreExpression {
 
     /// Reads an expression with its arguments in an array.
     public init(format: String, arguments: [any FormatArgument]) throws {
-        var parser = try PredicateParser(
-            format: format, arguments: arguments.map(\.formatArgumentValue),
-            maxDepth: CorePredicate.maximumNestingDepth)
-        self = try parser.parseExpressionFormat()
+        self = try PredicateParser.parse(format, arguments.map(\.formatArgumentValue)) {
+            try $0.parseExpressionFormat()
+        }
     }
 }
 
@@ -92,6 +90,53 @@ struct PredicateParser {
         tokens = try lexer.tokenize()
         self.arguments = arguments
         self.maxDepth = maxDepth
+    }
+
+    /// Parses with `body`, on a thread with a large stack when the format could nest
+    /// deeply, so that the nesting limit, not the caller's stack size, decides how
+    /// deep a format may be.
+    static func parse<T: Sendable>(
+        _ format: String, _ arguments: [AttributeValue],
+        _ body: @escaping @Sendable (inout PredicateParser) throws -> T
+    ) throws -> T {
+        var parser = try PredicateParser(
+            format: format, arguments: arguments, maxDepth: CorePredicate.maximumNestingDepth)
+        if parser.possibleRecursion <= 16 {
+            return try body(&parser)
+        }
+        let prepared = parser
+        return try LargeStack.run {
+            var parser = prepared
+            return try body(&parser)
+        }
+    }
+
+    /// An upper bound of how deep parsing can recurse: twice the deepest nesting of
+    /// brackets (a parenthesis may open a function and its predicate), plus every
+    /// token that can open a level without a bracket (`NOT`, unary `-`...).
+    private var possibleRecursion: Int {
+        var depth = 0, deepest = 0, prefixes = 0
+        for token in tokens {
+            switch token.kind {
+            case .symbol(let s):
+                switch s {
+                case "(", "{", "[":
+                    depth += 1
+                    deepest = Swift.max(deepest, depth)
+                case ")", "}", "]":
+                    depth -= 1
+                case "!", "-", "~", "**", ":=":
+                    prefixes += 1
+                default:
+                    break
+                }
+            case .identifier(let word) where word.count == 3 && word.uppercased() == "NOT":
+                prefixes += 1
+            default:
+                break
+            }
+        }
+        return 1 + 2 * deepest + prefixes
     }
 
     mutating func parsePredicateFormat() throws -> CorePredicate {
@@ -173,9 +218,11 @@ struct PredicateParser {
 
     // MARK: Depth
 
+    /// Parentheses may double the nesting of the tree they hold (`NOT (NOT ...)`), so
+    /// the parser recurses up to twice the tree depth limit.
     private mutating func enter() throws {
         recursion += 1
-        if recursion > maxDepth {
+        if recursion > 2 * maxDepth + 2 {
             throw fail(expected: "at most \(maxDepth) levels of nesting")
         }
     }
@@ -721,7 +768,7 @@ struct PredicateParser {
         switch (value, type) {
         case (.constant(let constant), "NSDate"):
             switch constant {
-            case .int, .double, .decimal:
+            case .int, .double, .decimal, .bool:
                 if let seconds = constant.doubleValue, seconds.isFinite {
                     return .constant(.date(Date(timeIntervalSinceReferenceDate: seconds)))
                 }

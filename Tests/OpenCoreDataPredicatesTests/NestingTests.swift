@@ -31,7 +31,7 @@ import Testing
 
     @Test func deepInputIsAnErrorNotACrash() {
         for (name, make) in Self.shapes {
-            for depth in [Self.limit * 2, 10_000] {
+            for depth in [Self.limit * 3, 10_000] {
                 let format = make(depth)
                 do {
                     _ = try CorePredicate(format: format)
@@ -45,14 +45,16 @@ import Testing
         }
     }
 
-    @Test func moderatelyDeepInputWorks() throws {
-        for (name, make) in Self.shapes {
-            let format = make(Self.limit / 4)
+    @Test(arguments: [limit / 4, limit - 10])
+    func deepButAcceptedInputWorks(depth: Int) throws {
+        for (name, make) in Self.shapes where name != "subqueries" || depth < 200 {
+            let format = make(depth)
             let predicate = try CorePredicate(format: format)
             let printed = predicate.predicateFormat
             let reparsed = try CorePredicate(format: printed)
             #expect(reparsed == predicate, "\(name)")
-            _ = try? predicate.evaluate(with: ["a": 1, "c": [1, 2]])
+            #expect(reparsed.hashValue == predicate.hashValue, "\(name)")
+            _ = try? predicate.evaluate(with: ["a": 1, "c": [1]])
         }
     }
 }

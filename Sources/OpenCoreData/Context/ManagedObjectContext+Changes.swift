@@ -110,15 +110,18 @@ extension ManagedObjectContext {
         let inserted = Set(eventInserted.values)
         let deleted = Set(eventDeleted.values)
         let updated = Set(eventUpdated.values.filter { !$0.insertedFlag && !$0.deletedFlag })
+        let refreshed = Set(eventRefreshed.values)
         eventInserted = [:]
         eventUpdated = [:]
         eventDeleted = [:]
+        eventRefreshed = [:]
         for object in strong.values { object.eventStart = nil }
-        guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty else { return }
+        guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !refreshed.isEmpty else { return }
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
             ManagedObjectContext.NotificationKey.insertedObjects: inserted,
             ManagedObjectContext.NotificationKey.updatedObjects: updated,
             ManagedObjectContext.NotificationKey.deletedObjects: deleted,
+            ManagedObjectContext.NotificationKey.refreshedObjects: refreshed,
         ])
     }
 }

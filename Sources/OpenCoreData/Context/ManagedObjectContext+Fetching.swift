@@ -130,7 +130,7 @@ extension ManagedObjectContext {
             }
         }
         if !request.sortDescriptors.isEmpty {
-            objects = try request.sortDescriptors.sorted(objects)
+            objects = objects.sorted(using: request.sortDescriptors)
         }
         if request.fetchOffset > 0 { objects = Array(objects.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { objects = Array(objects.prefix(request.fetchLimit)) }

@@ -197,7 +197,8 @@ extension ManagedObjectContext {
     /// Forgets every registered object: they become invalid and the context is as
     /// new (unsaved changes are lost). Clears the undo stack.
     public func reset() {
-        for object in registry.values.compactMap(\.object) {
+        let invalidated = Set(registry.values.compactMap(\.object))
+        for object in invalidated {
             object.managedObjectContext = nil
             object.insertedFlag = false
             object.deletedFlag = false
@@ -210,7 +211,12 @@ extension ManagedObjectContext {
         eventInserted = [:]
         eventUpdated = [:]
         eventDeleted = [:]
+        eventRefreshed = [:]
         undoManager?.removeAllActions()
+        NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
+            NotificationKey.invalidatedObjects: invalidated,
+            NotificationKey.invalidatedAllObjects: true,
+        ])
     }
 
     /// Refreshes an object from the store (`refresh(_:mergeChanges:)`). Without
@@ -219,6 +225,7 @@ extension ManagedObjectContext {
     /// changes applied on top.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
+        eventRefreshed[object.objectID] = object
         if !mergeChanges || !object.hasChanges {
             guard !object.isFault else { return }
             object.willTurnIntoFault()

@@ -70,6 +70,7 @@ public final class ManagedObjectContext {
     var eventInserted: [ObjectID: ManagedObject] = [:]
     var eventUpdated: [ObjectID: ManagedObject] = [:]
     var eventDeleted: [ObjectID: ManagedObject] = [:]
+    var eventRefreshed: [ObjectID: ManagedObject] = [:]
     var isProcessingChanges = false
     var isUndoingOrRedoing = false
     var registrationsSinceSweep = 0

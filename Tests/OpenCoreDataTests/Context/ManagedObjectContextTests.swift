@@ -435,7 +435,9 @@ struct ManagedObjectContextTests {
         let id = mood.objectID
         try stack.context.save()
         #expect(mood.objectID == id)
-        #expect(try stack.newContext().existingObject(with: id).value(forKey: "country") != nil)
+        let other = stack.newContext()
+        let reloaded = try other.existingObject(with: id)
+        #expect(reloaded.value(forKey: "country") != nil)
     }
 
     @Test("Predicates evaluate on managed objects, through relationships")

@@ -84,8 +84,7 @@ public final class InMemoryStore: PersistentStore {
         }
         if !fetch.sortDescriptors.isEmpty {
             let objects = candidates.map { RowObject(row: $0, graph: graph) }
-            let sorted = try fetch.sortDescriptors.sorted(objects)
-            candidates = sorted.map(\.row)
+            candidates = objects.sorted(using: fetch.sortDescriptors).map(\.row)
         }
         if fetch.fetchOffset > 0 { candidates = Array(candidates.dropFirst(fetch.fetchOffset)) }
         if fetch.fetchLimit > 0 { candidates = Array(candidates.prefix(fetch.fetchLimit)) }

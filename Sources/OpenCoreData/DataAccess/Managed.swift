@@ -1,0 +1,175 @@
+import Foundation
+import OpenCoreDataPredicates
+
+/// The protocol *Core Data* (objc.io) gives every model class: the entity name,
+/// a default sort order, and helpers to fetch, find or create objects of the class.
+///
+/// Adopt it in your managed object subclasses, and override
+/// ``defaultSortDescriptors`` where the class has a natural order:
+///
+/// ```swift
+/// @ManagedEntity
+/// final class Mood: ManagedObject {
+///     @Managed fileprivate(set) var date: Date
+///     @Managed fileprivate(set) var colors: [Color]
+///
+///     static func insert(into context: ManagedObjectContext, colors: [Color]) -> Mood {
+///         let mood: Mood = context.insertObject()
+///         mood.colors = colors
+///         mood.date = Date()
+///         return mood
+///     }
+/// }
+///
+/// extension Mood: Managed {
+///     static var defaultSortDescriptors: [CoreSortDescriptor] {
+///         [CoreSortDescriptor(key: "date", ascending: false)]
+///     }
+/// }
+///
+/// let request = Mood.sortedFetchRequest
+/// request.fetchBatchSize = 20
+/// ```
+public protocol Managed: FetchRequestResult {
+    /// The name of the entity of the class.
+    static var entityName: String { get }
+    /// The order of objects in ``sortedFetchRequest``: none by default.
+    static var defaultSortDescriptors: [CoreSortDescriptor] { get }
+}
+
+extension Managed {
+    /// No particular order.
+    public static var defaultSortDescriptors: [CoreSortDescriptor] { [] }
+
+    /// A request for every object of the entity, in ``defaultSortDescriptors`` order.
+    ///
+    /// ```swift
+    /// let moods = try context.fetch(Mood.sortedFetchRequest)
+    /// ```
+    public static var sortedFetchRequest: FetchRequest<Self> {
+        let request = FetchRequest<Self>(entityName: entityName)
+        request.sortDescriptors = defaultSortDescriptors
+        return request
+    }
+
+    /// A request for the objects matching `predicate`, in ``defaultSortDescriptors``
+    /// order.
+    ///
+    /// ```swift
+    /// let request = Mood.sortedFetchRequest(with: try CorePredicate(format: "country == %@", country))
+    /// ```
+    public static func sortedFetchRequest(with predicate: CorePredicate) -> FetchRequest<Self> {
+        let request = sortedFetchRequest
+        request.predicate = predicate
+        return request
+    }
+}
+
+extension Managed where Self: ManagedObject {
+    /// The entity name of the class: its `@ManagedEntity` name, else the name of
+    /// the entity whose class this is in the models loaded so far, else the class
+    /// name (the book's `entity().name!`, without the trap).
+    public static var entityName: String { ManagedObjectClasses.entityName(of: self) }
+
+    /// The object matching `predicate`: one already in memory, else one fetched
+    /// from the store, else a new one inserted into `context` and configured.
+    ///
+    /// ```swift
+    /// let country = try Country.findOrCreate(in: context, matching: try CorePredicate(format: "numericISO3166Code == %d", 250)) {
+    ///     $0.numericISO3166Code = 250
+    /// }
+    /// ```
+    public static func findOrCreate(in context: ManagedObjectContext, matching predicate: CorePredicate,
+                                    configure: (Self) -> Void) throws -> Self {
+        guard let object = try findOrFetch(in: context, matching: predicate) else {
+            let newObject: Self = context.insertObject()
+            configure(newObject)
+            return newObject
+        }
+        return object
+    }
+
+    /// The object matching `predicate`: one already in memory
+    /// (``materializedObject(in:matching:)``), else the first one fetched from
+    /// the store, else nil.
+    ///
+    /// ```swift
+    /// let mood = try Mood.findOrFetch(in: context, matching: try CorePredicate(format: "date == %@", date))
+    /// ```
+    public static func findOrFetch(in context: ManagedObjectContext, matching predicate: CorePredicate) throws -> Self? {
+        guard let object = materializedObject(in: context, matching: predicate) else {
+            return try fetch(in: context) { request in
+                request.predicate = predicate
+                request.returnsObjectsAsFaults = false
+                request.fetchLimit = 1
+            }.first
+        }
+        return object
+    }
+
+    /// The objects a request for the entity returns, after `configurationBlock`
+    /// configured it.
+    ///
+    /// ```swift
+    /// let recent = try Mood.fetch(in: context) { request in
+    ///     request.fetchLimit = 10
+    /// }
+    /// ```
+    public static func fetch(in context: ManagedObjectContext,
+                             configurationBlock: (FetchRequest<Self>) -> Void = { _ in }) throws -> [Self] {
+        let request = FetchRequest<Self>(entityName: Self.entityName)
+        configurationBlock(request)
+        return try context.fetch(request)
+    }
+
+    /// An object of the class registered with `context`, loaded (not a fault), that
+    /// matches `predicate`, or nil: a search in memory, without a fetch.
+    ///
+    /// ```swift
+    /// let cached = Mood.materializedObject(in: context, matching: try CorePredicate(format: "rating == 5"))
+    /// ```
+    public static func materializedObject(in context: ManagedObjectContext, matching predicate: CorePredicate) -> Self? {
+        for object in context.registeredObjects where !object.isFault {
+            guard let result = object as? Self, (try? predicate.evaluate(with: result)) == true else { continue }
+            return result
+        }
+        return nil
+    }
+}
+
+extension ManagedObjectContext {
+    /// Inserts a new object of class `A` (the book's `insertObject()`).
+    ///
+    /// ```swift
+    /// let mood: Mood = context.insertObject()
+    /// ```
+    ///
+    /// The entity is the one named ``Managed/entityName`` in the context's model,
+    /// else the one whose class is `A`. Inserting an object of a class the model
+    /// doesn't know is a programming error that stops the program, as
+    /// ``ManagedObject/init(context:)`` does.
+    public func insertObject<A: ManagedObject>() -> A where A: Managed {
+        guard let entity = persistentStoreCoordinator?.managedObjectModel.entitiesByName[A.entityName] ?? entity(for: A.self) else {
+            preconditionFailure("OpenCoreData: the context's model has no entity '\(A.entityName)' for class '\(String(describing: A.self))'.")
+        }
+        return A(entity: entity, insertInto: self)
+    }
+
+    /// Saves, or rolls every change back when the save fails (the book's
+    /// `saveOrRollback()`). Returns whether the save succeeded.
+    ///
+    /// ```swift
+    /// _ = Mood.insert(into: context, colors: colors)
+    /// context.saveOrRollback()
+    /// ```
+    @discardableResult
+    public func saveOrRollback() -> Bool {
+        do {
+            try save()
+            return true
+        } catch {
+            rollback()
+            return false
+        }
+    }
+}
