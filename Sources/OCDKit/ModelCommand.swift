@@ -12,10 +12,10 @@ struct ModelCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the model of an .xcdatamodeld bundle or .xcdatamodel folder."
+            abstract: "Show the model of an .xcdatamodeld bundle, .xcdatamodel folder, or compiled .momd/.mom."
         )
 
-        @Argument(help: "The .xcdatamodeld or .xcdatamodel path.")
+        @Argument(help: "The .xcdatamodeld, .xcdatamodel, .momd or .mom path.")
         var path: String
 
         @Flag(help: "Print JSON instead of text.")
@@ -27,9 +27,18 @@ struct ModelCommand: ParsableCommand {
         func run() throws {
             let url = URL(fileURLWithPath: path)
             do {
-                let bundle = try XcodeDataModel(contentsOf: url)
-                let model = try bundle.model(forVersion: version ?? bundle.currentVersionName)
-                print(json ? try ModelReport.json(model) : ModelReport.text(model, versionName: version ?? bundle.currentVersionName))
+                let model: ManagedObjectModel
+                let name: String
+                if ["mom", "momd"].contains(url.pathExtension.lowercased()) {
+                    let bundle = try CompiledModelBundle(contentsOf: url)
+                    name = version ?? bundle.currentVersionName
+                    model = try bundle.model(forVersion: name)
+                } else {
+                    let bundle = try XcodeDataModel(contentsOf: url)
+                    name = version ?? bundle.currentVersionName
+                    model = try bundle.model(forVersion: name)
+                }
+                print(json ? try ModelReport.json(model) : ModelReport.text(model, versionName: name))
             } catch let error as CoreDataError {
                 throw CommandFailure(error.description)
             }

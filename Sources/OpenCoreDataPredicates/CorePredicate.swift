@@ -120,6 +120,7 @@ public struct ComparisonPredicate: Sendable, Hashable {
     /// `[c]`, `[d]`, `[n]`, `[l]`.
     public var options: ComparisonOptions
 
+    /// A comparison of two expressions.
     public init(
         _ leftExpression: CoreExpression,
         _ operatorType: ComparisonOperator,

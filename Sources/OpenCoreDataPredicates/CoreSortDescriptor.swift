@@ -106,6 +106,30 @@ public struct CoreSortDescriptor: Sendable, Hashable, CustomStringConvertible {
         return ascending ? result : result.reversed
     }
 
+    /// The value to sort an object by, with strings prepared for `compare:` and
+    /// `caseInsensitiveCompare:` (canonically decomposed, case folded).
+    func sortKey(for object: EvaluatedValue) -> SortKey {
+        let value = self.value(of: object)
+        if comparator == nil, selector == .compare || selector == .caseInsensitiveCompare,
+           case .value(.string(let s)) = value {
+            let options: ComparisonOptions = selector == .compare ? [] : .caseInsensitive
+            return SortKey(value: value, units: Array(StringComparison.fold(s, options: options).utf16))
+        }
+        return SortKey(value: value, units: nil)
+    }
+
+    func compareKeys(_ a: SortKey, _ b: SortKey) -> ComparisonResult {
+        guard let x = a.units, let y = b.units else { return compareValues(a.value, b.value) }
+        let result: ComparisonResult = x == y ? .orderedSame
+            : (x.lexicographicallyPrecedes(y) ? .orderedAscending : .orderedDescending)
+        return ascending ? result : result.reversed
+    }
+
+    struct SortKey {
+        var value: EvaluatedValue
+        var units: [UInt16]?
+    }
+
     private final class Comparator: Sendable, Hashable {
         let body: @Sendable (EvaluatedValue, EvaluatedValue) -> ComparisonResult
         init(body: @escaping @Sendable (EvaluatedValue, EvaluatedValue) -> ComparisonResult) { self.body = body }
@@ -158,14 +182,15 @@ extension Sequence {
     public func sorted(using descriptors: [CoreSortDescriptor]) -> [Element] {
         let elements = Array(self)
         guard !descriptors.isEmpty, elements.count > 1 else { return elements }
-        // Each element's key values, computed once.
-        let keys: [[EvaluatedValue]] = elements.map { element in
+        // Each element's key values, computed once (strings already normalized for
+        // the non-localized selectors).
+        let keys: [[CoreSortDescriptor.SortKey]] = elements.map { element in
             let object = EvaluatedValue(any: element)
-            return descriptors.map { $0.value(of: object) }
+            return descriptors.map { $0.sortKey(for: object) }
         }
         let order = elements.indices.sorted { i, j in
             for (k, descriptor) in descriptors.enumerated() {
-                switch descriptor.compareValues(keys[i][k], keys[j][k]) {
+                switch descriptor.compareKeys(keys[i][k], keys[j][k]) {
                 case .orderedAscending: return true
                 case .orderedDescending: return false
                 case .orderedSame: continue

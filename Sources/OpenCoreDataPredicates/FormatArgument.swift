@@ -140,7 +140,9 @@ extension Dictionary: FormatArgument where Key == String, Value: FormatArgument 
 /// An array of arguments of different types: `["a", 1] as [any FormatArgument]`
 /// given to `%@` is the array constant `{"a", 1}`.
 public struct FormatArgumentList: FormatArgument {
+    /// The members of the array.
     public var elements: [any FormatArgument]
+    /// An array argument from values of any argument types.
     public init(_ elements: [any FormatArgument]) { self.elements = elements }
     public var formatArgumentValue: AttributeValue { .array(elements.map(\.formatArgumentValue)) }
 }

@@ -38,6 +38,7 @@ public struct PredicateCaseFile: Sendable {
     /// The cases, in file order.
     public var cases: [PredicateCase]
 
+    /// A case file built in code.
     public init(source: String? = nil, cases: [PredicateCase]) {
         self.source = source
         self.cases = cases
@@ -98,6 +99,7 @@ public struct PredicateCaseDeviation: Sendable, Hashable {
     /// Where Apple documents its behaviour.
     public var reference: String
 
+    /// A deviation: what Apple does instead, why, and where it is documented.
     public init(canonical: String? = nil, expect: PredicateCaseExpectation? = nil, reason: String, reference: String) {
         self.canonical = canonical
         self.expect = expect
@@ -120,18 +122,24 @@ public enum PredicateCaseExpectation: Sendable, Hashable {
 
 /// One case of a ``PredicateCaseFile``.
 public struct PredicateCase: Sendable, Hashable {
+    /// The case's name (`basic.m:38`); `#<index>` when the file gives none.
     public var id: String
+    /// The predicate format string.
     public var format: String
+    /// The values for the format's specifiers, in order.
     public var arguments: [AttributeValue]
     /// The object to evaluate against; `nil` evaluates against `nil`.
     public var object: AttributeValue?
+    /// What should happen.
     public var expect: PredicateCaseExpectation
     /// The expected `predicateFormat`.
     public var canonical: String?
     /// Substitution variables applied before printing and evaluating.
     public var variables: [String: AttributeValue]?
+    /// A comment explaining the case.
     public var note: String?
 
+    /// A case built in code.
     public init(
         id: String, format: String, arguments: [AttributeValue] = [], object: AttributeValue? = nil,
         expect: PredicateCaseExpectation, canonical: String? = nil, variables: [String: AttributeValue]? = nil,
@@ -230,14 +238,18 @@ public struct PredicateCase: Sendable, Hashable {
 
 /// The outcome of one case.
 public struct PredicateCaseResult: Sendable, Hashable, CustomStringConvertible {
+    /// The case's id.
     public var id: String
+    /// The case's format string.
     public var format: String
+    /// Whether the case behaved as expected.
     public var passed: Bool
     /// Why the case failed.
     public var message: String?
     /// The deviation the case was checked with, if any.
     public var deviation: PredicateCaseDeviation?
 
+    /// `PASS id: format` or `FAIL id: format — why`.
     public var description: String {
         var text = "\(passed ? "PASS" : "FAIL") \(id): \(format)"
         if let message { text += " — \(message)" }
@@ -248,13 +260,17 @@ public struct PredicateCaseResult: Sendable, Hashable, CustomStringConvertible {
 
 /// The outcome of a case file.
 public struct PredicateCaseReport: Sendable {
+    /// One result per case, in file order.
     public var results: [PredicateCaseResult]
 
     public init(results: [PredicateCaseResult]) { self.results = results }
 
+    /// The cases that did not behave as expected.
     public var failures: [PredicateCaseResult] { results.filter { !$0.passed } }
     /// The cases checked against Apple's behaviour instead of the file's expectation.
     public var deviations: [PredicateCaseResult] { results.filter { $0.deviation != nil } }
+    /// How many cases passed.
     public var passedCount: Int { results.count - failedCount }
+    /// How many cases failed.
     public var failedCount: Int { results.reduce(0) { $0 + ($1.passed ? 0 : 1) } }
 }

@@ -63,7 +63,12 @@ extension Sequence {
 struct PredicateEvaluator {
     var variables: [String: EvaluatedValue]
     private var depth = 0
+    private var onLargeStack = false
     private let maximumDepth = 2 * CorePredicate.maximumNestingDepth
+    /// How deep evaluation recurses on the caller's stack before moving to a thread
+    /// with a large stack (see `LargeStack`): deeply nested trees then evaluate even on
+    /// threads with small stacks.
+    private static let largeStackDepth = 48
 
     init(variables: [String: EvaluatedValue]) {
         self.variables = variables
@@ -76,9 +81,30 @@ struct PredicateEvaluator {
         }
     }
 
+    /// Whether to continue on a large stack.
+    private var shouldMoveToLargeStack: Bool {
+        !onLargeStack && depth == PredicateEvaluator.largeStackDepth
+    }
+
+    /// Runs the rest of the evaluation on a large stack, the caller waiting, and takes
+    /// the variables it assigned back.
+    private mutating func continueOnLargeStack<T>(_ body: @escaping (inout PredicateEvaluator) throws -> T) throws -> T {
+        let box = EvaluationBox(evaluator: self) { try body(&$0) }
+        box.evaluator.onLargeStack = true
+        try LargeStack.run { try box.run() }
+        variables = box.evaluator.variables
+        guard let result = box.result as? T else {
+            throw PredicateEvaluationError.unsupported("evaluation on a large stack gave no result")
+        }
+        return result
+    }
+
     mutating func evaluate(_ predicate: CorePredicate, object: EvaluatedValue) throws -> Bool {
         try enter()
         defer { depth -= 1 }
+        if shouldMoveToLargeStack {
+            return try continueOnLargeStack { try $0.evaluate(predicate, object: object) }
+        }
         switch predicate {
         case .constant(let value):
             return value
@@ -126,6 +152,9 @@ struct PredicateEvaluator {
     mutating func value(of expression: CoreExpression, object: EvaluatedValue) throws -> EvaluatedValue {
         try enter()
         defer { depth -= 1 }
+        if shouldMoveToLargeStack {
+            return try continueOnLargeStack { try $0.value(of: expression, object: object) }
+        }
         switch expression {
         case .constant(let value):
             return EvaluatedValue(value)
@@ -230,5 +259,23 @@ struct PredicateEvaluator {
                     "cannot index \(base.shortDescription) with \(index.shortDescription)")
             }
         }
+    }
+}
+
+/// Hands an evaluation to the large-stack thread and its result back. The caller
+/// waits for the other thread, so the values in it are never used by two threads at
+/// once.
+private final class EvaluationBox: @unchecked Sendable {
+    var evaluator: PredicateEvaluator
+    let body: (inout PredicateEvaluator) throws -> Any
+    var result: Any?
+
+    init(evaluator: PredicateEvaluator, body: @escaping (inout PredicateEvaluator) throws -> Any) {
+        self.evaluator = evaluator
+        self.body = body
+    }
+
+    func run() throws {
+        result = try body(&evaluator)
     }
 }

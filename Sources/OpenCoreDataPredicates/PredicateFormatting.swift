@@ -26,9 +26,11 @@ extension CorePredicate: CustomStringConvertible {
     /// constant: `CAST("…", "NSUUID")`, `CAST("…", "NSURL")`, `CAST("<base64>",
     /// "NSData")`, `CAST({{"key", value}}, "NSDictionary")`, `CAST("nan", "NSNumber")`.
     public var predicateFormat: String {
-        var output = ""
-        PredicateWriter.write(self, into: &output)
-        return output
+        if TreeDepth.exceeds(.predicate(self), PredicateWriter.largeStackDepth),
+           let output = try? LargeStack.run({ [self] in PredicateWriter.format(self) }) {
+            return output
+        }
+        return PredicateWriter.format(self)
     }
 
     public var description: String { predicateFormat }
@@ -38,13 +40,30 @@ extension CoreExpression: CustomStringConvertible {
     /// The expression in the format language, as `-[NSExpression description]` prints
     /// it: `name`, `"text"`, `$x.age`, `sum:(items.price)`, `a + (b * 2)`...
     public var description: String {
-        var output = ""
-        PredicateWriter.write(self, into: &output)
-        return output
+        if TreeDepth.exceeds(.expression(self), PredicateWriter.largeStackDepth),
+           let output = try? LargeStack.run({ [self] in PredicateWriter.format(self) }) {
+            return output
+        }
+        return PredicateWriter.format(self)
     }
 }
 
 enum PredicateWriter {
+    /// Trees deeper than this are printed on a thread with a large stack.
+    static let largeStackDepth = 48
+
+    static func format(_ predicate: CorePredicate) -> String {
+        var output = ""
+        write(predicate, into: &output)
+        return output
+    }
+
+    static func format(_ expression: CoreExpression) -> String {
+        var output = ""
+        write(expression, into: &output)
+        return output
+    }
+
     static func write(_ predicate: CorePredicate, into out: inout String) {
         switch predicate {
         case .constant(let value):

@@ -49,10 +49,36 @@ enum StringComparison {
     /// canonically equivalent strings are the same; otherwise the order of their
     /// UTF-16 code units in decomposed form.
     static func compare(_ a: String, _ b: String, options: ComparisonOptions) -> ComparisonResult {
+        if let result = asciiCompare(a, b, caseInsensitive: options.contains(.caseInsensitive)) {
+            return result
+        }
         let x = fold(a, options: options)
         let y = fold(b, options: options)
         if x.utf16.elementsEqual(y.utf16) { return .orderedSame }
         return x.utf16.lexicographicallyPrecedes(y.utf16) ? .orderedAscending : .orderedDescending
+    }
+
+    /// The order of two strings when it is decided by ASCII characters alone (no
+    /// normalization or folding beyond ASCII case can change it); `nil` otherwise.
+    private static func asciiCompare(_ a: String, _ b: String, caseInsensitive: Bool) -> ComparisonResult? {
+        var i = a.utf8.makeIterator(), j = b.utf8.makeIterator()
+        while true {
+            switch (i.next(), j.next()) {
+            case (nil, nil):
+                return .orderedSame
+            case (nil, _):
+                return .orderedAscending
+            case (_, nil):
+                return .orderedDescending
+            case (var x?, var y?):
+                guard x < 0x80, y < 0x80 else { return nil }
+                if caseInsensitive {
+                    if (0x41...0x5A).contains(x) { x += 0x20 }
+                    if (0x41...0x5A).contains(y) { y += 0x20 }
+                }
+                if x != y { return x < y ? .orderedAscending : .orderedDescending }
+            }
+        }
     }
 
     // MARK: Substrings

@@ -1,4 +1,5 @@
 import Foundation
+import OpenCoreDataPredicates
 
 /// Computes version hashes exactly as Core Data does (hash style 0, recorded in
 /// store metadata with `NSStoreModelVersionHashesVersion` 3).
@@ -120,12 +121,14 @@ enum VersionHasher {
         return [UInt8(bits & 0xff), UInt8((bits >> 8) & 0xff), UInt8((bits >> 16) & 0xff), UInt8(bits >> 24)]
     }
 
-    /// The derivation text as Core Data's `predicateFormat` prints it.
+    /// The derivation text as Core Data prints the parsed expression (the hash is
+    /// over Apple's canonical form, not over what the model file says).
     static func canonicalExpressionText(_ text: String) -> String {
-        text
+        (try? CoreExpression(format: text))?.description ?? text
     }
 
+    /// The filtering predicate text as Core Data's `predicateFormat` prints it.
     static func canonicalPredicateText(_ text: String) -> String {
-        text
+        (try? CorePredicate(format: text))?.predicateFormat ?? text
     }
 }

@@ -389,9 +389,9 @@ enum AttributeValueCoding {
         case is UInt16.Type: return try integer(UInt16.self)
         case is UInt32.Type: return try integer(UInt32.self)
         case is UInt64.Type:
-            if case .decimal(let d) = value, let number = UInt64(exactly: NSDecimalNumber(decimal: d).doubleValue),
-               Decimal(number) == d {
-                return number as? T
+            if case .decimal(let d) = value, d >= 0 {
+                let number = NSDecimalNumber(decimal: d).uint64Value
+                if Decimal(number) == d { return number as? T }
             }
             return try integer(UInt64.self)
         case is Date.Type:

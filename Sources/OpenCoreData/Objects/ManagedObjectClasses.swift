@@ -28,7 +28,11 @@ public enum ManagedObjectClasses {
     static func register(_ type: ManagedObject.Type) {
         guard type != ManagedObject.self else { return }
         let name = String(describing: type)
-        classes.withLock { if $0[name] == nil { $0[name] = type } }
+        let qualified = String(reflecting: type)
+        classes.withLock {
+            if $0[qualified] == nil { $0[qualified] = type }
+            if $0[name] == nil { $0[name] = type }
+        }
     }
 
     /// The class for an entity: the registered class named by the entity's class
@@ -37,7 +41,7 @@ public enum ManagedObjectClasses {
     static func type(for entity: EntityDescription) -> ManagedObject.Type {
         let name = shortName(entity.managedObjectClassName)
         if name == "NSManagedObject" || name == "ManagedObject" { return ManagedObject.self }
-        return classes.withLock { $0[name] } ?? ManagedObject.self
+        return classes.withLock { $0[entity.managedObjectClassName] ?? $0[name] } ?? ManagedObject.self
     }
 
     static func shortName(_ className: String) -> String {

@@ -38,7 +38,9 @@ struct TestStack {
     let coordinator: PersistentStoreCoordinator
     let context: ManagedObjectContext
 
-    init(undo: Bool = false) throws {
+    /// A stack on a store of `storeType`: the behaviour tests run unchanged on every
+    /// store kind.
+    init(undo: Bool = false, storeType: PersistentStoreType = .inMemory) throws {
         ManagedObjectClasses.register(Mood.self, Country.self, Continent.self)
         model = try ManagedObjectModel {
             Entity("GeographicRegion", abstract: true) {
@@ -70,7 +72,7 @@ struct TestStack {
             }
         }
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        try coordinator.addPersistentStore(type: .inMemory)
+        try coordinator.addPersistentStore(type: storeType)
         context = ManagedObjectContext(concurrencyType: .mainQueue)
         context.persistentStoreCoordinator = coordinator
         if undo { context.undoManager = CoreUndoManager() }

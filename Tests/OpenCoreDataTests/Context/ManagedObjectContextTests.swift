@@ -411,7 +411,7 @@ struct ManagedObjectContextTests {
         // Changed objects are kept until saved.
         do {
             let fetched = try other.fetch(FetchRequest<Mood>(entityName: "Mood"))
-            fetched[0].setValue(4, forKey: "rating")
+            fetched[0].setValue("changed", forKey: "creatorID")
         }
         #expect(other.registeredObjects.count == 1)
         #expect(other.hasChanges)

@@ -130,3 +130,9 @@ struct TypedStack {
         return other
     }
 }
+
+extension TypedTag {
+    /// `@Managed` works in an extension too (the property is not part of the
+    /// `@ManagedEntity` schema: here it's another view of `name`).
+    @Managed(key: "name") var label: String?
+}

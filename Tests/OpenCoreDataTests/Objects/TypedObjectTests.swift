@@ -283,6 +283,17 @@ struct TypedObjectTests {
         #expect(mood.country == nil)
     }
 
+    @Test("@Managed in an extension reads and writes the same storage")
+    func extensionProperty() throws {
+        let stack = try TypedStack()
+        let tag = TypedTag(context: stack.context)
+        #expect(tag.label == nil)
+        tag.label = "calm"
+        #expect(tag.name == "calm")
+        tag.name = "busy"
+        #expect(tag.label == "busy")
+    }
+
     @Test("fetchRequest() and entity() name the class's entity")
     func fetchRequests() throws {
         let stack = try TypedStack()

@@ -187,7 +187,8 @@ struct XcodeModelReader {
             if let interval = node["maxDateTimeInterval"] {
                 attribute.maxValue = try dateValue(interval, node, label, "maxDateTimeInterval")
             }
-        } else if let text = node["defaultValueString"] {
+        } else if let text = node["defaultValueString"], ![.binaryData, .transformable, .composite, .undefined, .objectID].contains(type) {
+            // Types without a textual default ignore the XML attribute, as momc does.
             guard let value = AttributeValueCoercion.parseDefault(text, type: type) else {
                 throw fail(node, "\(label): defaultValueString '\(text)' is not a valid \(type.xcodeName)")
             }
