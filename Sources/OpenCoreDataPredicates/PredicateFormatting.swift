@@ -26,7 +26,7 @@ extension CorePredicate: CustomStringConvertible {
     /// constant: `CAST("…", "NSUUID")`, `CAST("…", "NSURL")`, `CAST("<base64>",
     /// "NSData")`, `CAST({{"key", value}}, "NSDictionary")`, `CAST("nan", "NSNumber")`.
     public var predicateFormat: String {
-        if TreeDepth.exceeds(.predicate(self), PredicateWriter.largeStackDepth),
+        if TreeDepth.exceeds(self, PredicateWriter.largeStackDepth),
            let output = try? LargeStack.run({ [self] in PredicateWriter.format(self) }) {
             return output
         }
@@ -40,7 +40,7 @@ extension CoreExpression: CustomStringConvertible {
     /// The expression in the format language, as `-[NSExpression description]` prints
     /// it: `name`, `"text"`, `$x.age`, `sum:(items.price)`, `a + (b * 2)`...
     public var description: String {
-        if TreeDepth.exceeds(.expression(self), PredicateWriter.largeStackDepth),
+        if TreeDepth.exceeds(self, PredicateWriter.largeStackDepth),
            let output = try? LargeStack.run({ [self] in PredicateWriter.format(self) }) {
             return output
         }

@@ -72,6 +72,7 @@ struct PredicateParser {
     private var argumentIndex = 0
     private let maxDepth: Int
     private var recursion = 0
+    private var collectionNesting = 0
 
     /// What parsing produced: parentheses may hold a predicate or an expression.
     private enum Node {
@@ -691,9 +692,18 @@ struct PredicateParser {
         return try made(.expression(.function(function.rawValue, arguments: arguments)), depth)
     }
 
+    /// How deeply `{...}` literals may nest: collections nested deeper than this are
+    /// no real predicate's, and comparing or converting them recurses per level.
+    static let maximumCollectionNesting = 32
+
     private mutating func parseAggregate() throws -> Parsed {
         try enter()
         defer { leave() }
+        collectionNesting += 1
+        defer { collectionNesting -= 1 }
+        if collectionNesting > PredicateParser.maximumCollectionNesting {
+            throw fail(expected: "at most \(PredicateParser.maximumCollectionNesting) levels of nested collections")
+        }
         try expectSymbol("{")
         var elements: [CoreExpression] = []
         var depth = 0

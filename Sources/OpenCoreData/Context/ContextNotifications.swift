@@ -49,6 +49,22 @@ extension ManagedObjectContext {
         return stream
     }
 
+    /// The end of each event (``processPendingChanges()``) as an asynchronous
+    /// sequence: what was inserted, updated, deleted and refreshed, by object ID —
+    /// the `objectsDidChangeNotification` for Swift concurrency.
+    ///
+    /// ```swift
+    /// let changes = context.changes
+    /// mood.setValue(4, forKey: "rating")
+    /// context.processPendingChanges()
+    /// for await change in changes { print(change.updatedObjectIDs) ; break }
+    /// ```
+    public var changes: AsyncStream<ContextChangeSummary> {
+        let (stream, continuation) = AsyncStream<ContextChangeSummary>.makeStream(bufferingPolicy: .unbounded)
+        changeObservers[UUID()] = continuation
+        return stream
+    }
+
     func publish(_ summary: ContextSaveSummary, inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>) {
         NotificationCenter.default.post(name: ManagedObjectContext.didSaveNotification, object: self, userInfo: [
             NotificationKey.insertedObjects: inserted,
@@ -60,6 +76,18 @@ extension ManagedObjectContext {
         ])
         for continuation in saveObservers.values { continuation.yield(summary) }
     }
+}
+
+/// What one event of a context changed, by object ID.
+public struct ContextChangeSummary: Sendable, Hashable {
+    /// Objects inserted during the event.
+    public var insertedObjectIDs: Set<ObjectID>
+    /// Objects updated during the event.
+    public var updatedObjectIDs: Set<ObjectID>
+    /// Objects deleted during the event.
+    public var deletedObjectIDs: Set<ObjectID>
+    /// Objects refreshed during the event.
+    public var refreshedObjectIDs: Set<ObjectID>
 }
 
 /// What one save of a context changed, by object ID.

@@ -123,5 +123,10 @@ extension ManagedObjectContext {
             ManagedObjectContext.NotificationKey.deletedObjects: deleted,
             ManagedObjectContext.NotificationKey.refreshedObjects: refreshed,
         ])
+        let summary = ContextChangeSummary(insertedObjectIDs: Set(inserted.map(\.objectID)),
+                                           updatedObjectIDs: Set(updated.map(\.objectID)),
+                                           deletedObjectIDs: Set(deleted.map(\.objectID)),
+                                           refreshedObjectIDs: Set(refreshed.map(\.objectID)))
+        for continuation in changeObservers.values { continuation.yield(summary) }
     }
 }

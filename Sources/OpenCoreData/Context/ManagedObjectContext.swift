@@ -75,10 +75,16 @@ public final class ManagedObjectContext {
     var isUndoingOrRedoing = false
     var registrationsSinceSweep = 0
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
+    var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
 
     /// A context of the given concurrency type.
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
+    }
+
+    deinit {
+        for continuation in saveObservers.values { continuation.finish() }
+        for continuation in changeObservers.values { continuation.finish() }
     }
 
     // MARK: Registered objects

@@ -380,9 +380,12 @@ struct ManagedObjectContextTests {
         ]
         defer { tokens.forEach(center.removeObserver) }
         let saves = context.saves
+        let changes = context.changes
         _ = stack.mood()
         _ = stack.mood()
         try context.save()
+        var changeIterator = changes.makeAsyncIterator()
+        #expect(await changeIterator.next()?.insertedObjectIDs.count == 2)
         #expect(box.names == ["NSManagedObjectContextObjectsDidChangeNotification",
                               "NSManagedObjectContextWillSaveNotification",
                               "NSManagedObjectContextDidSaveNotification"])
