@@ -207,6 +207,14 @@ extension Sequence {
     }
 }
 
+extension Array {
+    /// Sorts the array in place by the descriptors (`-[NSMutableArray
+    /// sortUsingDescriptors:]`), keeping the order of elements that compare the same.
+    public mutating func sort(using descriptors: [CoreSortDescriptor]) {
+        self = sorted(using: descriptors)
+    }
+}
+
 /// Comparison for sorting: total (never throws), `nil` first.
 enum SortComparison {
     static func compare(_ a: EvaluatedValue, _ b: EvaluatedValue, selector: SortSelector, locale: Locale?) -> ComparisonResult {

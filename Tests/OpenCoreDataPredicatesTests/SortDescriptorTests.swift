@@ -71,6 +71,9 @@ import Testing
         ]
         let sorted = people.sorted(using: byAgeThenName)
         #expect(sorted.map { $0["n"] as? Int } == [2, 0, 1, 3, 4])
+        var inPlace = people
+        inPlace.sort(using: byAgeThenName)
+        #expect(inPlace.map { $0["n"] as? Int } == [2, 0, 1, 3, 4])
         #expect(byAgeThenName.compare(people[0], people[2]) == .orderedDescending)
         #expect(byAgeThenName.compare(people[1], people[3]) == .orderedSame)
         #expect(byAgeThenName[0].compare(people[4], people[0]) == .orderedDescending)

@@ -455,4 +455,59 @@ struct ManagedObjectContextTests {
         #expect(try CorePredicate(format: "moods.@count == 1").evaluate(with: country))
         #expect(mood.value(forKeyPath: "country.numericISO3166Code") as? AttributeValue == .int(276))
     }
+
+    @Test("Relationship counts are validated: minimum (1580) and maximum (1590)")
+    func relationshipCounts() throws {
+        let model = try ManagedObjectModel {
+            Entity("Team") {
+                Relationship("players", to: "Player", inverse: "team", toMany: true, optional: false, minCount: 2, maxCount: 3)
+            }
+            Entity("Player") {
+                Relationship("team", to: "Team", inverse: "players")
+            }
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .inMemory)
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        let team = ManagedObject(entity: model.entitiesByName["Team"]!, insertInto: context)
+        let players = (0..<4).map { _ in ManagedObject(entity: model.entitiesByName["Player"]!, insertInto: context) }
+        team.setValue([players[0]], forKey: "players")
+        #expect { try context.save() } throws: { ($0 as? CoreDataError)?.code == .validationRelationshipLacksMinimumCount }
+        team.setValue(Set(players), forKey: "players")
+        #expect { try context.save() } throws: { ($0 as? CoreDataError)?.code == .validationRelationshipExceedsMaximumCount }
+        team.remove([players[3]], fromRelationship: "players")
+        try context.save()
+        #expect(team.objects(forRelationship: "players").count == 3)
+    }
+
+    @Test("Explicit undo groups with action names, levels and removeAllActions through the context")
+    func undoGroups() throws {
+        let stack = try TestStack(undo: true)
+        let context = stack.context
+        let undoManager = try #require(context.undoManager)
+        let mood = stack.mood(rating: 1)
+        context.processPendingChanges()
+        undoManager.beginUndoGrouping()
+        mood.setValue(2, forKey: "rating")
+        mood.setValue("abc", forKey: "creatorID")
+        undoManager.setActionName("Edit Mood")
+        undoManager.endUndoGrouping()
+        #expect(undoManager.undoActionName == "Edit Mood")
+        context.undo()
+        #expect(mood.value(forKey: "rating") as? Int == 1)
+        #expect(mood.value(forKey: "creatorID") == nil)
+        #expect(undoManager.redoActionName == "Edit Mood")
+        undoManager.removeAllActions()
+        #expect(!undoManager.canUndo && !undoManager.canRedo)
+        undoManager.levelsOfUndo = 1
+        mood.setValue(3, forKey: "rating")
+        context.processPendingChanges()
+        mood.setValue(4, forKey: "rating")
+        context.processPendingChanges()
+        context.undo()
+        #expect(mood.value(forKey: "rating") as? Int == 3)
+        context.undo()
+        #expect(mood.value(forKey: "rating") as? Int == 3)
+    }
 }
