@@ -174,7 +174,7 @@ extension Sequence {
     /// ties... Elements that compare the same keep their order (the sort is stable).
     ///
     /// ```swift
-    /// let cities = try ["Sundsvall", "Södertälje", "Stockholm"].sorted(using: [
+    /// let cities = ["Sundsvall", "Södertälje", "Stockholm"].sorted(using: [
     ///     CoreSortDescriptor(key: nil, selector: .localizedCompare, locale: Locale(identifier: "sv"))
     /// ])
     /// // ["Stockholm", "Sundsvall", "Södertälje"]
