@@ -16,6 +16,8 @@ import Testing
         #expect(sortedNames(["Sundsvall", "Södertälje"], .localizedCompare, "de_DE") == ["Södertälje", "Sundsvall"])
         #expect(sortedNames(["Kyllburg", "Köln"], .localizedCaseInsensitiveCompare, "de") == ["Köln", "Kyllburg"])
         #expect(sortedNames(["Södertälje", "Sundsvall"], .localizedStandardCompare, "sv") == ["Sundsvall", "Södertälje"])
+        #expect(sortedNames(["Sundsvall", "Södertälje", "Stockholm"], .localizedCompare, "sv")
+                == ["Stockholm", "Sundsvall", "Södertälje"])
     }
 
     @Test func nordicAndSpanishCollation() {
