@@ -128,7 +128,7 @@ public final class CompositeAttributeDescription: AttributeDescription, @uncheck
     }
 
     override public func copy() -> PropertyDescription {
-        let copy = CompositeAttributeDescription(name: name, elements: elements.map { $0.copy() as! AttributeDescription })
+        let copy = CompositeAttributeDescription(name: name, elements: elements.compactMap { $0.copy() as? AttributeDescription })
         copyAttribute(to: copy)
         copy.compositeName = compositeName
         return copy

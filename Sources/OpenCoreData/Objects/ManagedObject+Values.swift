@@ -136,8 +136,11 @@ extension ManagedObject {
             case .attribute(let value): result[name] = value.nativeValue ?? NSNull()
             case .toOne(let id): result[name] = id ?? NSNull() as Any
             case .toMany(let ids):
-                let loaded = ids ?? (try? managedObjectContext?.persistentStoreCoordinator?.relatedObjectIDs(
-                    of: objectID, relationship: entity.allProperties[index] as! RelationshipDescription)) ?? []
+                var loaded = ids ?? []
+                if ids == nil, let relationship = entity.allProperties[index] as? RelationshipDescription {
+                    loaded = (try? managedObjectContext?.persistentStoreCoordinator?.relatedObjectIDs(
+                        of: objectID, relationship: relationship)) ?? []
+                }
                 result[name] = Set(loaded)
             }
         }
