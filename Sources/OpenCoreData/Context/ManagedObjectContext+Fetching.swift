@@ -82,7 +82,10 @@ extension ManagedObjectContext {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
         }
         if request.includesPendingChanges { processPendingChanges() }
-        let merging = request.includesPendingChanges && hasPendingChanges(for: entity)
+        // Unsaved changes, or rows from several stores, are merged, sorted, offset
+        // and limited here.
+        let merging = (request.includesPendingChanges && hasPendingChanges(for: entity))
+            || coordinator.storesHolding(entity).count > 1
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities

@@ -127,9 +127,8 @@ public final class PersistentStoreCoordinator: Sendable {
         let stores = storesHolding(fetch.entity)
         var rows: [RowSnapshot] = []
         for store in stores { rows += try store.fetchRows(fetch) }
-        // Several stores: each sorted and limited its rows; the context sorts the
-        // merged objects again, and the limit applies to the merged list.
-        if stores.count > 1, fetch.fetchLimit > 0 { rows = Array(rows.prefix(fetch.fetchLimit)) }
+        // With several stores the context asks without offset and limit and sorts
+        // the merged objects itself.
         return rows
     }
 
@@ -137,7 +136,7 @@ public final class PersistentStoreCoordinator: Sendable {
         try storesHolding(fetch.entity).reduce(0) { $0 + (try $1.count(fetch)) }
     }
 
-    private func storesHolding(_ entity: EntityDescription) -> [any PersistentStore] {
+    func storesHolding(_ entity: EntityDescription) -> [any PersistentStore] {
         persistentStores.filter { store in
             managedObjectModel.entities(forConfigurationName: store.configurationName)?.contains { $0.name == entity.name } ?? false
         }

@@ -510,4 +510,39 @@ struct ManagedObjectContextTests {
         context.undo()
         #expect(mood.value(forKey: "rating") as? Int == 3)
     }
+
+    @Test("Configurations route entities to their stores; fetches see every store holding the entity")
+    func configurations() throws {
+        let model = try ManagedObjectModel {
+            Entity("Note") { Attribute("title", .string) }
+            Entity("Cache") { Attribute("key", .string) }
+            ModelConfiguration("Local", entities: ["Note"])
+            ModelConfiguration("Scratch", entities: ["Cache"])
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let local = try coordinator.addPersistentStore(type: .inMemory, configuration: "Local")
+        let scratch = try coordinator.addPersistentStore(type: .inMemory, configuration: "Scratch")
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        let note = ManagedObject(entity: model.entitiesByName["Note"]!, insertInto: context)
+        note.setValue("b", forKey: "title")
+        let cache = ManagedObject(entity: model.entitiesByName["Cache"]!, insertInto: context)
+        cache.setValue("k", forKey: "key")
+        try context.save()
+        #expect(note.objectID.storeIdentifier == local.identifier)
+        #expect(cache.objectID.storeIdentifier == scratch.identifier)
+        #expect(throws: CoreDataError.self) { try coordinator.addPersistentStore(type: .inMemory, configuration: "Nope") }
+
+        // A second store for the same configuration: a sorted fetch merges both.
+        let second = try coordinator.addPersistentStore(type: .inMemory, configuration: "Local")
+        #expect(coordinator.persistentStores.count == 3)
+        _ = second
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.sortDescriptors = [CoreSortDescriptor(key: "title", ascending: true)]
+        let other = ManagedObject(entity: model.entitiesByName["Note"]!, insertInto: context)
+        other.setValue("a", forKey: "title")
+        try context.save()
+        request.fetchLimit = 1
+        #expect(try context.fetch(request).map { $0.value(forKey: "title") as? String } == ["a"])
+    }
 }
