@@ -70,6 +70,11 @@ public final class PersistentStoreCoordinator: Sendable {
         case .inMemory:
             store = InMemoryStore(model: managedObjectModel, configurationName: configuration,
                                   readOnly: options["NSReadOnlyPersistentStoreOption"] == "1")
+        case .sqlite:
+            guard let url else {
+                throw CoreDataError(.persistentStoreOpen, "A SQLite store needs a file URL")
+            }
+            store = try SQLiteStore(url: url, model: managedObjectModel, configurationName: configuration, options: options)
         default:
             throw CoreDataError(.persistentStoreInvalidType, "Unknown store type '\(type.rawValue)'")
         }

@@ -72,7 +72,12 @@ struct TestStack {
             }
         }
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        try coordinator.addPersistentStore(type: storeType)
+        if storeType == .sqlite {
+            let url = try Fixtures.temporaryDirectory().appendingPathComponent("Test.sqlite")
+            try coordinator.addPersistentStore(type: storeType, at: url)
+        } else {
+            try coordinator.addPersistentStore(type: storeType)
+        }
         context = ManagedObjectContext(concurrencyType: .mainQueue)
         context.persistentStoreCoordinator = coordinator
         if undo { context.undoManager = CoreUndoManager() }
@@ -97,3 +102,6 @@ struct TestStack {
         return tag
     }
 }
+
+/// The store kinds every behaviour test runs on.
+let allStoreTypes: [PersistentStoreType] = [.inMemory, .sqlite]

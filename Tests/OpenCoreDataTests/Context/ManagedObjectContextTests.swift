@@ -5,9 +5,9 @@ import OpenCoreDataPredicates
 
 @Suite("Managed objects and the context, on the in-memory store")
 struct ManagedObjectContextTests {
-    @Test("Inserting sets defaults, calls awakeFromInsert once, and tracks the object as inserted")
-    func inserting() throws {
-        let stack = try TestStack()
+    @Test("Inserting sets defaults, calls awakeFromInsert once, and tracks the object as inserted", arguments: allStoreTypes)
+    func inserting(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let mood = stack.mood()
         #expect(mood.isInserted && !mood.isUpdated && !mood.isDeleted && mood.hasChanges)
         #expect(mood.awakeFromInsertCalls == 1)
@@ -21,9 +21,9 @@ struct ManagedObjectContextTests {
         #expect(type(of: mood) == Mood.self)
     }
 
-    @Test("Saving gives permanent IDs, clears changes, calls willSave/didSave, and the store has the rows")
-    func saving() throws {
-        let stack = try TestStack()
+    @Test("Saving gives permanent IDs, clears changes, calls willSave/didSave, and the store has the rows", arguments: allStoreTypes)
+    func saving(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let mood = stack.mood(rating: 4)
         let temporary = mood.objectID
         try stack.context.save()
@@ -43,9 +43,9 @@ struct ManagedObjectContextTests {
         #expect(fetched[0].value(forKey: "rating") as? Int == 4)
     }
 
-    @Test("Uniquing: one object per record per context, however it was reached")
-    func uniquing() throws {
-        let stack = try TestStack()
+    @Test("Uniquing: one object per record per context, however it was reached", arguments: allStoreTypes)
+    func uniquing(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let country = Country(context: stack.context)
         let mood = stack.mood()
         mood.setValue(country, forKey: "country")
@@ -63,9 +63,9 @@ struct ManagedObjectContextTests {
         #expect(again[0] === moods[0])
     }
 
-    @Test("Fetched objects are faults until a property is read; to-many relationships are faults until accessed")
-    func faulting() throws {
-        let stack = try TestStack()
+    @Test("Fetched objects are faults until a property is read; to-many relationships are faults until accessed", arguments: allStoreTypes)
+    func faulting(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let country = Country(context: stack.context)
         for _ in 0..<3 { stack.mood().setValue(country, forKey: "country") }
         try stack.context.save()
@@ -97,9 +97,9 @@ struct ManagedObjectContextTests {
         #expect(fetched.value(forKey: "numericISO3166Code") as? Int == 0)
     }
 
-    @Test("Setting either side of a relationship updates the inverse: one-to-many, many-to-many, ordered")
-    func inverses() throws {
-        let stack = try TestStack()
+    @Test("Setting either side of a relationship updates the inverse: one-to-many, many-to-many, ordered", arguments: allStoreTypes)
+    func inverses(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let germany = Country(context: stack.context)
         let france = Country(context: stack.context)
         let mood = stack.mood()
@@ -144,9 +144,9 @@ struct ManagedObjectContextTests {
         #expect((reloadedMood.value(forKey: "tags") as? Set<ManagedObject>)?.compactMap { $0.value(forKey: "name") as? String } == ["calm"])
     }
 
-    @Test("Delete rules: cascade deletes, nullify clears the inverse, deny refuses the save")
-    func deleteRules() throws {
-        let stack = try TestStack()
+    @Test("Delete rules: cascade deletes, nullify clears the inverse, deny refuses the save", arguments: allStoreTypes)
+    func deleteRules(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let europe = Continent(context: stack.context)
         let germany = Country(context: stack.context)
         germany.setValue(europe, forKey: "continent")
@@ -180,9 +180,9 @@ struct ManagedObjectContextTests {
         #expect(try other.count(for: FetchRequest<ManagedObject>(entityName: "GeographicRegion")) == 0)
     }
 
-    @Test("Validation: every failure of a save comes back as one error listing object, key, value and reason")
-    func validation() throws {
-        let stack = try TestStack()
+    @Test("Validation: every failure of a save comes back as one error listing object, key, value and reason", arguments: allStoreTypes)
+    func validation(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let mood = stack.mood(rating: 9)
         mood.setValue(nil, forKey: "date")
         mood.setValue("NOT lowercase and too long", forKey: "creatorID")
@@ -221,9 +221,9 @@ struct ManagedObjectContextTests {
         #expect(mood.value(forKey: "rating") as? Int == 2)
     }
 
-    @Test("changedValues, changedValuesForCurrentEvent and committedValues")
-    func changeTracking() throws {
-        let stack = try TestStack()
+    @Test("changedValues, changedValuesForCurrentEvent and committedValues", arguments: allStoreTypes)
+    func changeTracking(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let mood = stack.mood(rating: 1)
         try stack.context.save()
         #expect(mood.changedValues().isEmpty)
@@ -242,9 +242,9 @@ struct ManagedObjectContextTests {
         #expect(mood.hasChanges && !mood.hasPersistentChangedValues)
     }
 
-    @Test("rollback discards inserts, deletes and updates; reset forgets everything")
-    func rollbackAndReset() throws {
-        let stack = try TestStack()
+    @Test("rollback discards inserts, deletes and updates; reset forgets everything", arguments: allStoreTypes)
+    func rollbackAndReset(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let kept = stack.mood(rating: 1)
         try stack.context.save()
         kept.setValue(5, forKey: "rating")
@@ -262,9 +262,9 @@ struct ManagedObjectContextTests {
         #expect(try stack.context.count(for: FetchRequest<Mood>(entityName: "Mood")) == 1)
     }
 
-    @Test("Fetches see unsaved inserts, updates and deletes, filtered and sorted like stored objects")
-    func pendingChanges() throws {
-        let stack = try TestStack()
+    @Test("Fetches see unsaved inserts, updates and deletes, filtered and sorted like stored objects", arguments: allStoreTypes)
+    func pendingChanges(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         for rating in [1, 2, 3, 4] { _ = stack.mood(rating: rating) }
         try stack.context.save()
         let request = FetchRequest<Mood>(entityName: "Mood")
@@ -300,9 +300,9 @@ struct ManagedObjectContextTests {
         #expect(try stack.newContext().fetch(predicateOnRelationship).count == 1)
     }
 
-    @Test("Optimistic locking: a row changed since it was read fails the save with 133020, and nothing is written")
-    func optimisticLocking() throws {
-        let stack = try TestStack()
+    @Test("Optimistic locking: a row changed since it was read fails the save with 133020, and nothing is written", arguments: allStoreTypes)
+    func optimisticLocking(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let mood = stack.mood(rating: 1)
         try stack.context.save()
         let other = stack.newContext()
@@ -324,9 +324,9 @@ struct ManagedObjectContextTests {
         #expect(mood.value(forKey: "rating") as? Int == 2)
     }
 
-    @Test("Undo and redo of inserts, deletes, attribute and relationship changes")
-    func undoRedo() throws {
-        let stack = try TestStack(undo: true)
+    @Test("Undo and redo of inserts, deletes, attribute and relationship changes", arguments: allStoreTypes)
+    func undoRedo(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(undo: true, storeType: storeType)
         let context = stack.context
         let mood = stack.mood(rating: 1)
         context.processPendingChanges()
@@ -358,9 +358,9 @@ struct ManagedObjectContextTests {
         #expect(try stack.newContext().count(for: FetchRequest<Mood>(entityName: "Mood")) == 1)
     }
 
-    @Test("Notifications: objects-did-change, will-save and did-save with Core Data's names and keys, and an async sequence")
-    func notifications() async throws {
-        let stack = try TestStack()
+    @Test("Notifications: objects-did-change, will-save and did-save with Core Data's names and keys, and an async sequence", arguments: allStoreTypes)
+    func notifications(storeType: PersistentStoreType) async throws {
+        let stack = try TestStack(storeType: storeType)
         let context = stack.context
         final class Box: @unchecked Sendable { var names: [String] = []; var inserted = 0; var savedIDs = 0 }
         let box = Box()
@@ -397,9 +397,9 @@ struct ManagedObjectContextTests {
         #expect(summary?.insertedObjectIDs.allSatisfy { !$0.isTemporaryID } == true)
     }
 
-    @Test("Registration is weak: unchanged objects nobody holds are released")
-    func memoryIsFreed() throws {
-        let stack = try TestStack()
+    @Test("Registration is weak: unchanged objects nobody holds are released", arguments: allStoreTypes)
+    func memoryIsFreed(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         for rating in 0..<200 { _ = stack.mood(rating: rating % 5) }
         try stack.context.save()
         let before = Mood.deinitCount
@@ -426,9 +426,9 @@ struct ManagedObjectContextTests {
         #expect(other.registeredObjects.count == 200)
     }
 
-    @Test("obtainPermanentIDs gives new objects their final IDs before saving")
-    func permanentIDs() throws {
-        let stack = try TestStack()
+    @Test("obtainPermanentIDs gives new objects their final IDs before saving", arguments: allStoreTypes)
+    func permanentIDs(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let mood = stack.mood()
         let country = Country(context: stack.context)
         mood.setValue(country, forKey: "country")
@@ -443,9 +443,9 @@ struct ManagedObjectContextTests {
         #expect(reloaded.value(forKey: "country") != nil)
     }
 
-    @Test("Predicates evaluate on managed objects, through relationships")
-    func predicatesOnObjects() throws {
-        let stack = try TestStack()
+    @Test("Predicates evaluate on managed objects, through relationships", arguments: allStoreTypes)
+    func predicatesOnObjects(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
         let country = Country(context: stack.context)
         country.setValue(276, forKey: "numericISO3166Code")
         let mood = stack.mood(rating: 4)
@@ -481,9 +481,9 @@ struct ManagedObjectContextTests {
         #expect(team.objects(forRelationship: "players").count == 3)
     }
 
-    @Test("Explicit undo groups with action names, levels and removeAllActions through the context")
-    func undoGroups() throws {
-        let stack = try TestStack(undo: true)
+    @Test("Explicit undo groups with action names, levels and removeAllActions through the context", arguments: allStoreTypes)
+    func undoGroups(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(undo: true, storeType: storeType)
         let context = stack.context
         let undoManager = try #require(context.undoManager)
         let mood = stack.mood(rating: 1)

@@ -6,8 +6,8 @@ extension SQLiteSchema {
     ///
     /// Entities are numbered from 1: root entities sorted by name, each followed by
     /// its subentities (depth first, sorted by name). Columns, join tables, indexes
-    /// and uniqueness constraints follow Core Data's layout (see
-    /// `docs/sqlite-store-layout.md` in the tests for what was verified on real stores).
+    /// and uniqueness constraints follow Core Data's layout (see ``SQLiteLayout`` for
+    /// the rules and which of them were verified on real stores).
     ///
     /// ```swift
     /// let schema = try SQLiteSchema(model: model)
@@ -26,15 +26,45 @@ extension SQLiteSchema {
 /// Computes Core Data's layout of a model in SQLite: entity numbers, tables, column
 /// names and order, join tables, indexes and constraints.
 ///
-/// Rules (verified on the fixture stores unless marked as a guess):
+/// Rules; "verified" means reproduced byte for byte on the fixture stores (Moody 1-5,
+/// TestModel, the jeffreybergier and objc.io stores), "observed" means seen in
+/// public dumps of Apple-written stores (Bear, knowledgeC, Photos), "guess" is not
+/// yet checked against a real store:
+/// * Entity numbers: root entities sorted by name, each followed by its
+///   subentities depth first, sorted by name, from 1 (verified).
+/// * One table per root entity, `Z` + upper-cased name; `Z_PK INTEGER PRIMARY KEY,
+///   Z_ENT INTEGER, Z_OPT INTEGER` first (verified).
 /// * Column groups, in order: integers (Integer 16/32/64, Boolean, then to-one
-///   foreign keys), reals (Double, Float, Decimal [guess], Date), strings (String,
-///   URI [guess]), blobs (Binary, UUID, Transformable). Inside a group, entities in
-///   hierarchy order (root first, depth first); inside an entity, attributes before
-///   relationships, each sorted by name. A foreign key is followed by its entity
-///   column (`Z<n>_<NAME>`) and its order column (`Z_FOK_<NAME>`).
-/// * Name clashes get a numeric suffix (`ZHEIGHT1`), given in entity order
-///   (the later entity gets the suffix) [guess beyond the Bear example].
+///   foreign keys), reals and dates (Double, Float, Date together, sorted by name:
+///   verified `ZDATE TIMESTAMP, ZLATITUDE FLOAT, ZLONGITUDE FLOAT,
+///   ZMARKEDFORDELETIONDATE TIMESTAMP`; Decimal there is a guess), strings (String;
+///   URI a guess), blobs (Binary, UUID, Transformable). Inside a group: entities in
+///   hierarchy order, and inside an entity attributes before relationships, each
+///   sorted by name (verified for Moody's `GeographicRegion` hierarchy, observed in
+///   knowledgeC's `ZOBJECT`).
+/// * A foreign key is followed by its entity column `Z<destination#>_<NAME>` when
+///   the destination has subentities (observed) and its order column
+///   `Z_FOK_<NAME>` when the inverse is an ordered to-many (observed).
+/// * Name clashes get a numeric suffix (`ZHEIGHT1`); names are given entity by
+///   entity in hierarchy order, so the later entity gets the suffix (observed in
+///   Bear for sibling subentities; other clashes a guess).
+/// * A to-many without inverse keeps a hidden foreign key `Z<source#><NAME>` in the
+///   destination's table (documented by a third party; its position a guess).
+/// * Many-to-many: join table `Z_<E1#><REL1>` named by the side whose entity name
+///   sorts first (verified on TestModel, observed on Bear/Photos), columns
+///   `Z_<E1#><INVERSE>` and `Z_<E2#><REL1>`, `Z_FOK_...` for ordered sides,
+///   composite primary key and the reverse index `<TABLE>_<COL2>_INDEX` (verified).
+/// * Indexes per table: legacy indexed attributes `<TABLE>_<COLUMN>_INDEX`, then
+///   foreign keys `<TABLE>_<COLUMN>_INDEX`, then `<TABLE>_Z_ENT_INDEX` when the
+///   table holds subentities, then legacy compound indexes `<TABLE>_<COL>_<COL>`
+///   (no `_INDEX`) (all verified), then fetch indexes `Z_<Entity>_<name>` with
+///   `COLLATE BINARY ASC|DESC` (documented by a third party).
+/// * Uniqueness constraints: `CONSTRAINT <COL>_<COL> UNIQUE (<COL>, <COL>)` inside
+///   `CREATE TABLE` (verified, framework 637); newer frameworks reportedly use
+///   `CREATE UNIQUE INDEX Z_<Entity>_UNIQUE_<prop>` instead (not reproduced).
+/// * Creation order: entity tables by root number, each followed by the join tables
+///   its entities name; join-table indexes; `Z_PRIMARYKEY`, `Z_METADATA`,
+///   `Z_MODELCACHE`; the entity tables' indexes (verified for framework 637).
 struct SQLiteLayout {
     private(set) var schema: SQLiteSchema
 

@@ -1,0 +1,276 @@
+import Foundation
+import GRDB
+import OpenCoreDataPredicates
+
+/// Core Data's SQLite store (`NSSQLiteStoreType`), in Core Data's own file format:
+/// a store made here opens with Core Data on Apple platforms, and the other way round.
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: "Moody.sqlite"))
+/// ```
+///
+/// Opening an existing store reads its `Z_PRIMARYKEY` and real columns, checks that
+/// the model's version hashes match the store's metadata (error 134100 naming the
+/// entities that differ otherwise), and never changes the file. A missing file is
+/// created in Core Data's layout. Each fetch is one statement with bound arguments;
+/// each save is one transaction, with optimistic locking on `Z_OPT`.
+public final class SQLiteStore: PersistentStore {
+    public let identifier: String
+    public var type: PersistentStoreType { .sqlite }
+    public let url: URL?
+    public let configurationName: String?
+    public let isReadOnly: Bool
+    public let metadata: [String: AttributeValue]
+    /// The store's layout: tables, columns, entity numbers.
+    public let schema: SQLiteSchema
+
+    let model: ManagedObjectModel
+    let queue: DatabaseQueue
+    let translator: SQLFetchTranslator
+    let externalStorage: ExternalBinaryStorage
+    let transformers: ValueTransformerRegistry
+
+    /// Store options, as Core Data names them.
+    public enum Option {
+        /// `NSReadOnlyPersistentStoreOption`: "1" opens the store read-only.
+        public static let readOnly = "NSReadOnlyPersistentStoreOption"
+        /// `NSSQLitePragmasOption` entries are passed as `pragma.<name>` keys, e.g.
+        /// `pragma.synchronous` = `FULL`.
+        public static let pragmaPrefix = "pragma."
+    }
+
+    /// Opens the store at `url`, creating it when there is no file.
+    public init(url: URL, model: ManagedObjectModel, configurationName: String? = nil, options: [String: String] = [:],
+                transformers: ValueTransformerRegistry = .shared) throws {
+        self.url = url
+        self.model = model
+        self.configurationName = configurationName
+        self.isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true"
+        self.transformers = transformers
+        let exists = FileManager.default.fileExists(atPath: url.path)
+        if !exists {
+            if isReadOnly {
+                throw CoreDataError(.persistentStoreOpen, "No store at \(url.path) to open read-only", url: url)
+            }
+            try SQLiteStoreFile.createStore(at: url, model: model, configurationName: configurationName)
+        }
+        var configuration = Configuration()
+        configuration.readonly = isReadOnly
+        configuration.label = "OpenCoreData.SQLiteStore"
+        var pragmas: [(String, String)] = [("synchronous", "NORMAL")]
+        for (key, value) in options where key.hasPrefix(Option.pragmaPrefix) {
+            let name = String(key.dropFirst(Option.pragmaPrefix.count))
+            guard SQLiteIdentifier.isBare(name), value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                throw CoreDataError(.persistentStoreOpen, "Invalid SQLite pragma option '\(name)' = '\(value)'", url: url)
+            }
+            pragmas.removeAll { $0.0 == name }
+            pragmas.append((name, value))
+        }
+        let pragmaList = pragmas
+        configuration.prepareDatabase { db in
+            SQLiteFunctions.registerFunctions(db)
+            for (name, value) in pragmaList where name != "journal_mode" {
+                try db.execute(sql: "PRAGMA \(name) = \(value)")
+            }
+        }
+        do {
+            queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            let (metadata, schema) = try queue.read { db -> ([String: Any], SQLiteSchema) in
+                let metadata = try SQLiteStoreMetadata.read(from: db, url: url)
+                try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
+                let schema = try SQLiteSchema(reading: db, model: model, configurationName: configurationName)
+                return (metadata, schema)
+            }
+            guard let uuid = metadata[SQLiteStoreMetadata.storeUUIDKey] as? String, !uuid.isEmpty else {
+                throw CoreDataError(.persistentStoreOpen, "The store at \(url.path) has no store UUID in Z_METADATA", url: url)
+            }
+            self.identifier = uuid
+            self.schema = schema
+            self.metadata = metadata.mapValues { AttributeValue(anyValue: $0) }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: "opening the store")
+        }
+        self.translator = SQLFetchTranslator(layout: schema, storeIdentifier: identifier)
+        self.externalStorage = ExternalBinaryStorage(storeURL: url)
+    }
+
+    // MARK: Reading
+
+    public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
+        let statement = try translator.selectStatement(for: fetch)
+        return try read("fetching \(fetch.entity.name)") { db in
+            try statement.prepare(db)
+            let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
+            var result: [RowSnapshot] = []
+            while let row = try rows.next() {
+                if let snapshot = try self.snapshot(row, columns: statement.columns) { result.append(snapshot) }
+            }
+            return result
+        }
+    }
+
+    public func count(_ fetch: StoreFetch) throws -> Int {
+        let statement = try translator.countStatement(for: fetch)
+        return try read("counting \(fetch.entity.name)") { db in
+            try statement.prepare(db)
+            return try Int.fetchOne(db, sql: statement.sql, arguments: statement.statementArguments) ?? 0
+        }
+    }
+
+    public func row(for objectID: ObjectID) throws -> RowSnapshot? {
+        guard let pk = objectID.primaryKey, let table = schema.table(for: objectID.entity) else { return nil }
+        var fetch = StoreFetch(entity: objectID.entity)
+        fetch.includesSubentities = true
+        let columns = try translator.selectedColumns(for: fetch, properties: nil)
+        var sql = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
+        for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
+        sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ?"
+        return try read("reading \(objectID)") { db in
+            guard let row = try Row.fetchOne(db, sql: sql, arguments: [pk]) else { return nil }
+            return try self.snapshot(row, columns: columns)
+        }
+    }
+
+    public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+        guard let pk = objectID.primaryKey, let destination = relationship.destinationEntity,
+              let storage = schema.storage(for: relationship, in: objectID.entity) else { return [] }
+        let sql: String
+        switch storage {
+        case .toMany(let table, let foreignKey, let order):
+            let orderBy = order.map { SQLiteIdentifier.quoted($0) + ", " } ?? ""
+            sql = "SELECT Z_PK, Z_ENT FROM \(SQLiteIdentifier.quoted(table)) WHERE \(SQLiteIdentifier.quoted(foreignKey)) = ? ORDER BY \(orderBy)Z_PK"
+        case .joinTable(let join):
+            guard let destinationTable = schema.table(for: destination) else { return [] }
+            let orderBy = join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
+            sql = "SELECT d.Z_PK, d.Z_ENT FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) d ON d.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE j.\(SQLiteIdentifier.quoted(join.sourceColumn)) = ? ORDER BY \(orderBy)d.Z_PK"
+        default:
+            return []
+        }
+        return try read("reading \(objectID).\(relationship.name)") { db in
+            try Row.fetchAll(db, sql: sql, arguments: [pk]).compactMap { row -> ObjectID? in
+                let key: Int64 = row[0]
+                let number: Int? = row[1]
+                let entity = number.flatMap { self.entity(forNumber: $0) } ?? destination
+                return ObjectID(entity: entity, storeIdentifier: self.identifier, primaryKey: key)
+            }
+        }
+    }
+
+    public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
+        guard count > 0 else { return [] }
+        if isReadOnly { throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url) }
+        guard let rootNumber = schema.entityNumber(entity.rootEntity) else {
+            throw CoreDataError(.persistentStoreSave, "The store has no entity '\(entity.name)'", entityName: entity.name)
+        }
+        let first = try write("reserving primary keys for \(entity.name)") { db -> Int64 in
+            try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?", arguments: [count, rootNumber])
+            let max = try Int64.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", arguments: [rootNumber]) ?? Int64(count)
+            return max - Int64(count) + 1
+        }
+        return (0..<count).map { ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: first + Int64($0)) }
+    }
+
+    // MARK: Rows
+
+    func entity(forNumber number: Int) -> EntityDescription? {
+        schema.entityName(forEntityNumber: number).flatMap { model.entitiesByName[$0] }
+    }
+
+    /// Turns a result row (`Z_PK, Z_ENT, Z_OPT`, then `columns`) into a snapshot of
+    /// the row's concrete entity; to-many relationships are left as faults.
+    func snapshot(_ row: Row, columns: [SQLFetchColumn]) throws -> RowSnapshot? {
+        let pk: Int64 = row[0]
+        guard let number: Int = row[1], let entity = entity(forNumber: number) else { return nil }
+        let version: Int64 = row[2] ?? 1
+        var values = entity.allProperties.map { property -> SnapshotValue in
+            switch property {
+            case let relationship as RelationshipDescription: return relationship.isToMany ? .toMany(nil) : .toOne(nil)
+            default: return .attribute(.null)
+            }
+        }
+        var destinationKeys: [Int: Int64] = [:]
+        var destinationEntities: [Int: Int] = [:]
+        for column in columns {
+            guard let index = entity.propertyIndex(named: column.property.name),
+                  entity.allProperties[index] === column.property || column.entity.isKindOf(entity: entity) || entity.isKindOf(entity: column.entity)
+            else { continue }
+            let value = row[column.index] as DatabaseValue
+            switch column.kind {
+            case .attribute:
+                guard let attribute = column.property as? AttributeDescription else { continue }
+                values[index] = .attribute(try decode(value, for: attribute, entity: entity))
+            case .toOneKey:
+                if let key = Int64.fromDatabaseValue(value) { destinationKeys[index] = key }
+            case .toOneEntity:
+                if let number = Int.fromDatabaseValue(value) { destinationEntities[index] = number }
+            }
+        }
+        for (index, key) in destinationKeys {
+            guard let relationship = entity.allProperties[index] as? RelationshipDescription,
+                  let declared = relationship.destinationEntity else { continue }
+            let destination = destinationEntities[index].flatMap { self.entity(forNumber: $0) } ?? declared
+            values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: identifier, primaryKey: key))
+        }
+        return RowSnapshot(objectID: ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk),
+                           version: version, values: values)
+    }
+
+    func decode(_ value: DatabaseValue, for attribute: AttributeDescription, entity: EntityDescription) throws -> AttributeValue {
+        if value.isNull { return .null }
+        switch attribute.attributeType {
+        case .transformable:
+            guard var data = Data.fromDatabaseValue(value) else { return .null }
+            if attribute.allowsExternalBinaryDataStorage { data = try externalStorage.decode(data, for: attribute) }
+            return try transformers.reverseTransformedValue(data, for: attribute)
+        case .binaryData where attribute.allowsExternalBinaryDataStorage:
+            guard let data = Data.fromDatabaseValue(value) else { return .null }
+            return .data(try externalStorage.decode(data, for: attribute))
+        default:
+            return SQLiteValueEncoding.attributeValue(value, as: attribute.attributeType)
+        }
+    }
+
+    func encode(_ value: AttributeValue, for attribute: AttributeDescription) throws -> DatabaseValue {
+        if value.isNull { return .null }
+        switch attribute.attributeType {
+        case .transformable:
+            guard var data = try transformers.transformedValue(value, for: attribute) else { return .null }
+            if attribute.allowsExternalBinaryDataStorage { data = try externalStorage.encode(data, for: attribute) }
+            return data.databaseValue
+        case .binaryData where attribute.allowsExternalBinaryDataStorage:
+            guard case .data(let data) = value else { return .null }
+            return try externalStorage.encode(data, for: attribute).databaseValue
+        default:
+            guard let encoded = SQLiteValueEncoding.databaseValue(value, as: attribute.attributeType) else {
+                throw CoreDataError(.managedObjectValidation, "\(attribute.entity?.name ?? "?").\(attribute.name): \(value) is not a \(attribute.attributeType.xcodeName)",
+                                    entityName: attribute.entity?.name, key: attribute.name)
+            }
+            return encoded
+        }
+    }
+
+    // MARK: Access
+
+    func read<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
+        do {
+            return try queue.read(body)
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action)
+        }
+    }
+
+    func write<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
+        do {
+            return try queue.write(body)
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action)
+        }
+    }
+}
