@@ -54,8 +54,8 @@ struct TranslatorSQLTests {
         #expect(wherePart(try statement("name == 'x'")) == "t0.ZNAME IS ?")
         #expect(wherePart(try statement("name != nil")) == "t0.ZNAME IS NOT NULL")
         #expect(wherePart(try statement("population > 5")) == "(t0.ZPOPULATION IS NOT NULL AND t0.ZPOPULATION > ?)")
-        #expect(wherePart(try statement("NOT (population > 5)")) == "NOT ((t0.ZPOPULATION IS NOT NULL AND t0.ZPOPULATION > ?))")
-        #expect(wherePart(try statement("code IN {1, 2, nil}")) == "((t0.ZCODE IS NOT NULL AND t0.ZCODE IN (?, ?))) OR (t0.ZCODE IS NULL)")
+        #expect(wherePart(try statement("NOT (population > 5)")) == "NOT (t0.ZPOPULATION IS NOT NULL AND t0.ZPOPULATION > ?)")
+        #expect(wherePart(try statement("code IN {1, 2, nil}")) == "((t0.ZCODE IS NOT NULL AND t0.ZCODE IN (?, ?)) OR (t0.ZCODE IS NULL))")
     }
 
     @Test("To-one paths are LEFT JOINs, joined once")

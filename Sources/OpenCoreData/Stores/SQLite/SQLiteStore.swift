@@ -15,6 +15,10 @@ import OpenCoreDataPredicates
 /// entities that differ otherwise), and never changes the file. A missing file is
 /// created in Core Data's layout. Each fetch is one statement with bound arguments;
 /// each save is one transaction, with optimistic locking on `Z_OPT`.
+///
+/// Transformable values go through ``ValueTransformerRegistry``; a value whose
+/// transformer is not registered in this process (an app's own, such as a colour
+/// transformer) reads as its stored bytes (`.data`) and is written back unchanged.
 public final class SQLiteStore: PersistentStore {
     public let identifier: String
     public var type: PersistentStoreType { .sqlite }
@@ -224,6 +228,9 @@ public final class SQLiteStore: PersistentStore {
         case .transformable:
             guard var data = Data.fromDatabaseValue(value) else { return .null }
             if attribute.allowsExternalBinaryDataStorage { data = try externalStorage.decode(data, for: attribute) }
+            // A transformer this process has not registered (an app's own, say): the
+            // value is its stored bytes, so the store can still be read.
+            guard isRegistered(attribute.valueTransformerName) else { return .data(data) }
             return try transformers.reverseTransformedValue(data, for: attribute)
         case .binaryData where attribute.allowsExternalBinaryDataStorage:
             guard let data = Data.fromDatabaseValue(value) else { return .null }
@@ -237,6 +244,9 @@ public final class SQLiteStore: PersistentStore {
         if value.isNull { return .null }
         switch attribute.attributeType {
         case .transformable:
+            if !isRegistered(attribute.valueTransformerName), case .data(let raw) = value {
+                return (attribute.allowsExternalBinaryDataStorage ? try externalStorage.encode(raw, for: attribute) : raw).databaseValue
+            }
             guard var data = try transformers.transformedValue(value, for: attribute) else { return .null }
             if attribute.allowsExternalBinaryDataStorage { data = try externalStorage.encode(data, for: attribute) }
             return data.databaseValue
@@ -250,6 +260,11 @@ public final class SQLiteStore: PersistentStore {
             }
             return encoded
         }
+    }
+
+    func isRegistered(_ transformerName: String?) -> Bool {
+        guard let name = transformerName, !name.isEmpty else { return true }
+        return transformers.transformer(named: name) != nil
     }
 
     // MARK: Access
@@ -272,5 +287,41 @@ public final class SQLiteStore: PersistentStore {
         } catch {
             throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action)
         }
+    }
+}
+
+extension SQLiteStore {
+    /// The model a store was created (or last migrated) with, decoded from its
+    /// `Z_MODELCACHE`: how a store opens without its model file.
+    ///
+    /// ```swift
+    /// let model = try SQLiteStore.storedModel(at: storeURL)
+    /// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+    /// try coordinator.addPersistentStore(type: .sqlite, at: storeURL, options: [SQLiteStore.Option.readOnly: "1"])
+    /// ```
+    ///
+    /// Throws when the store has no model cache (stores written by old framework
+    /// versions) or it cannot be decoded. The store is not changed.
+    public static func storedModel(at url: URL) throws -> ManagedObjectModel {
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        let blob: Data?
+        do {
+            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            defer { try? queue.close() }
+            blob = try queue.read { db -> Data? in
+                guard try db.tableExists("Z_MODELCACHE") else { return nil }
+                return try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE")
+            }
+        } catch {
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: "reading the model cache")
+        }
+        guard let blob, !blob.isEmpty else {
+            throw CoreDataError(.migrationMissingSourceModel, "The store at \(url.path) has no model cache (Z_MODELCACHE); open it with its model", url: url)
+        }
+        return try ManagedObjectModel(modelCacheData: blob)
     }
 }
