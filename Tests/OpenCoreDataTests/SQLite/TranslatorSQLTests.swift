@@ -72,6 +72,8 @@ struct TranslatorSQLTests {
         #expect(wherePart(try statement("favoriteMood == %@", celebration)) == "(t0.ZFAVORITEMOOD IS ? AND t0.Z4_FAVORITEMOOD IS 5)")
         #expect(wherePart(try statement("continent == %@", fixture.uri("Continent", 2))) == "t0.ZCONTINENT IS ?")
         #expect(wherePart(try statement("SELF == %@", fixture.uri("Country", 2))) == "(t0.Z_PK IS ? AND t0.Z_ENT IS 3)")
+        #expect(wherePart(try statement("SELF IN %@", AttributeValue.array([fixture.uri("Country", 2), fixture.uri("Country", 7)])))
+            == "(t0.Z_PK IN (?, ?) AND t0.Z_ENT IS 3)")
     }
 
     @Test("To-many: EXISTS through the foreign key or the join table; @count subselects")
@@ -81,7 +83,7 @@ struct TranslatorSQLTests {
         #expect(wherePart(try statement("ALL tags.name BEGINSWITH 'a'"))
             == "NOT EXISTS (SELECT 1 FROM Z_3TAGS j1 JOIN ZTAG t1 ON t1.Z_PK = j1.Z_6TAGS WHERE j1.Z_3COUNTRIES = t0.Z_PK AND t1.ZNAME IS NOT NULL AND NOT (ocd_compare(t1.ZNAME, ?, 'BEGINSWITH', 0)))")
         #expect(wherePart(try statement("moods.@count > 1"))
-            == "((SELECT COUNT(*) FROM ZMOOD t1 WHERE t1.ZCOUNTRY = t0.Z_PK) IS NOT NULL AND (SELECT COUNT(*) FROM ZMOOD t1 WHERE t1.ZCOUNTRY = t0.Z_PK) > ?)")
+            == "IFNULL((SELECT COUNT(*) FROM ZMOOD t1 WHERE t1.ZCOUNTRY = t0.Z_PK) > ?, 0)")
     }
 
     @Test("Entity restriction only when the table holds other entities")

@@ -194,8 +194,9 @@ extension SQLTranslationContext {
                 }
             }
             for (number, keys) in keysByEntity {
-                var keyCondition = object.primaryKey + " IS NOT NULL AND " + object.primaryKey + " IN ("
+                var keyCondition = object.primaryKey + " IN ("
                     + SQLFragment.joined(keys.map { .argument($0.databaseValue) }, separator: ", ") + ")"
+                if object.isNullable { keyCondition = object.primaryKey + " IS NOT NULL AND " + keyCondition }
                 if let entityCondition = try entityCondition(&object, equals: number) {
                     if entityCondition == .falseCondition { continue }
                     keyCondition += " AND " + entityCondition
@@ -380,16 +381,28 @@ extension SQLTranslationContext {
         case .notEqualTo: return ls + " IS NOT " + rs
         case .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
             if domain == .uri { return try stringFunction(ls, op, rs, []) }
+            let comparison = ls + SQLFragment(" \(op.rawValue) ") + rs
+            guard (lc || isColumn(ls)) && (rc || isColumn(rs)) else {
+                // Subselects and arithmetic are not repeated for a NULL test.
+                return "IFNULL(" + comparison + ", 0)"
+            }
             var parts: [SQLFragment] = []
             if !lc { parts.append(ls + " IS NOT NULL") }
             if !rc { parts.append(rs + " IS NOT NULL") }
-            parts.append(ls + SQLFragment(" \(op.rawValue) ") + rs)
+            parts.append(comparison)
             return SQLFragment.joined(parts, separator: " AND ").parenthesized
         case .in, .contains:
             throw PredicateEvaluationError.notACollection("\(op.symbol) needs a collection or a string, not a \(domain) value")
         default:
             throw PredicateEvaluationError.typeMismatch("\(op.symbol) compares strings, not \(domain) values")
         }
+    }
+
+    /// Whether a fragment is a plain column (`t3.ZNAME`), cheap to test for `NULL`
+    /// and usable by an index.
+    private func isColumn(_ fragment: SQLFragment) -> Bool {
+        fragment.arguments.isEmpty && fragment.text.hasPrefix("t")
+            && !fragment.text.contains(" ") && !fragment.text.contains("(")
     }
 
     /// `ocd_compare(left, right, 'OP', options)`: the evaluator's own string

@@ -74,6 +74,7 @@ public final class SQLiteStore: PersistentStore {
         let pragmaList = pragmas
         configuration.prepareDatabase { db in
             SQLiteFunctions.registerFunctions(db)
+            SQLDebug.install(on: db)
             for (name, value) in pragmaList where name != "journal_mode" {
                 try db.execute(sql: "PRAGMA \(name) = \(value)")
             }
@@ -107,10 +108,15 @@ public final class SQLiteStore: PersistentStore {
         let statement = try translator.selectStatement(for: fetch)
         return try read("fetching \(fetch.entity.name)") { db in
             try statement.prepare(db)
+            let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
             let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
             var result: [RowSnapshot] = []
             while let row = try rows.next() {
                 if let snapshot = try self.snapshot(row, columns: statement.columns) { result.append(snapshot) }
+            }
+            if SQLDebug.level > 0 {
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                SQLDebug.annotateFetch(db, sql: statement.sql, arguments: statement.statementArguments, seconds: seconds, rows: result.count)
             }
             return result
         }

@@ -39,7 +39,7 @@ import OpenCoreDataPredicates
 /// ```
 struct KeyedArchiveWriter {
     /// The deepest nesting of arrays and dictionaries archived (and unarchived).
-    static let maximumDepth = 128
+    static let maximumDepth = 64
 
     /// The order of the archive's top-level keys. Apple writes them in hash-table
     /// order, which changed between releases; this is the order of recent
