@@ -8,6 +8,6 @@ public struct OCD: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ocd",
         abstract: "OpenCoreData's command-line tool: inspect Core Data models and stores, run queries, run the demo.",
-        subcommands: [ModelCommand.self, PredicateCommand.self, DemoCommand.self]
+        subcommands: [ModelCommand.self, PredicateCommand.self, StoreCommand.self, FetchCommand.self, DemoCommand.self]
     )
 }

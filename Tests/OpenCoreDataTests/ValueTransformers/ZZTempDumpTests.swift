@@ -4,25 +4,21 @@ import Testing
 import OpenCoreDataPredicates
 
 struct ValueTransformerZZTempDump {
-    @Test func dump() throws {
-        try AttributeValueArchiver.archivedData(withRootValue: VTSupport.everyShape).write(to: URL(fileURLWithPath: "/tmp/vt/every.bplist"))
-        try AttributeValueArchiver.archivedData(withRootValue: ["Hello", "World"]).write(to: URL(fileURLWithPath: "/tmp/vt/hello.bplist"))
-        var value: AttributeValue = .string("core")
-        for level in 0..<AttributeValueArchiver.maximumDepth { value = level.isMultiple(of: 2) ? .array([value]) : .dictionary(["k": value]) }
-        let deep = value
-        let size = Int(ProcessInfo.processInfo.environment["VT_STACK"] ?? "256")!
-        let mode = ProcessInfo.processInfo.environment["VT_MODE"] ?? "both"
-        let archived = try AttributeValueArchiver.archivedData(withRootValue: deep)
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var ok = false
-        let thread = Thread {
-            if mode == "write" { ok = (try? AttributeValueArchiver.archivedData(withRootValue: deep)) == archived }
-            else { ok = (try? AttributeValueArchiver.unarchivedValue(from: archived)) == deep }
-            done.signal()
-        }
-        thread.stackSize = size * 1024
-        thread.start()
-        done.wait()
-        #expect(ok)
+    @Test func corelibsArchiveDecodes() throws {
+        let uuid = NSUUID(uuidString: "0AD863BA-7584-40CF-8896-BD87B3280C34")!
+        let root = NSMutableArray(array: [NSString(string: "Hello"), NSNumber(value: 42), NSNumber(value: 2.5), NSNumber(value: true),
+                                          NSDate(timeIntervalSinceReferenceDate: 100), NSData(bytes: [1, 2, 3] as [UInt8], length: 3), uuid,
+                                          NSURL(string: "https://example.com/x")!,
+                                          NSDictionary(dictionary: ["k": NSString(string: "v")]), NSNull(),
+                                          NSDecimalNumber(string: "-12.345")])
+        let data = try NSKeyedArchiver.archivedData(withRootObject: root, requiringSecureCoding: false)
+        try data.write(to: URL(fileURLWithPath: "/tmp/vt/corelibs.bplist"))
+        let value = try AttributeValueArchiver.unarchivedValue(from: data)
+        print("CORELIBS→OCD", value)
+    }
+    @Test func ourArchiveDecodesInCorelibs() throws {
+        let data = try AttributeValueArchiver.archivedData(withRootValue: VTSupport.everyShape)
+        let object = try NSKeyedUnarchiver.unarchiveTopLevelObjectWithData(data)
+        print("OCD→CORELIBS", object as Any)
     }
 }

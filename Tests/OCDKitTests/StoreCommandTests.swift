@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import Testing
+@testable import OCDKit
+@testable import OpenCoreData
+
+@Suite("ocd store and ocd fetch")
+struct StoreCommandTests {
+    static let fixtures = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("OpenCoreDataTests/Fixtures/coredata/objcio+core-data")
+
+    func copyMoody5() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let source = Self.fixtures.appendingPathComponent("Migrations/MigrationsTests/Moody 5.moody")
+        let target = folder.appendingPathComponent("Moody 5.moody")
+        try FileManager.default.copyItem(at: source, to: target)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: source.path + "-wal"), to: URL(fileURLWithPath: target.path + "-wal"))
+        return target
+    }
+
+    func run(_ arguments: [String]) throws {
+        var command = try OCD.parseAsRoot(arguments)
+        try command.run()
+    }
+
+    @Test("store info and fetch read a real store without its model, and never change it")
+    func infoAndFetch() throws {
+        let store = try copyMoody5()
+        let before = try Data(contentsOf: store)
+        try run(["store", "info", store.path, "--json"])
+        try run(["fetch", store.path, "--entity", "Mood", "--predicate", "rating >= 0", "--sort", "date:desc", "--limit", "2", "--json"])
+        #expect(try Data(contentsOf: store) == before)
+        #expect(throws: (any Error).self) { try run(["fetch", store.path, "--entity", "Mood", "--predicate", "rating >="]) }
+        #expect(throws: (any Error).self) { try run(["fetch", store.path, "--entity", "Nope"]) }
+    }
+
+    @Test("The fetch JSON lists URI, attributes, to-one URIs and to-many URI lists")
+    func objectJSON() throws {
+        let store = try copyMoody5()
+        let (context, _) = try openStore(store.path, modelPath: nil)
+        let countries = try context.fetch(FetchRequest<ManagedObject>(entityName: "Country"))
+        let json = ObjectReport.json(try #require(countries.first))
+        #expect((json["uri"] as? String)?.hasPrefix("x-coredata://374C5961-3E41-43E5-915C-383EA914074C/Country/p") == true)
+        let relationships = try #require(json["relationships"] as? [String: Any])
+        #expect(relationships["moods"] is [String])
+        let moods = try context.fetch(FetchRequest<ManagedObject>(entityName: "Mood"))
+        let moodJSON = ObjectReport.json(try #require(moods.first))
+        #expect(((moodJSON["relationships"] as? [String: Any])?["country"] as? String)?.contains("/Country/p") == true)
+        #expect((moodJSON["attributes"] as? [String: Any])?["date"] is String)
+    }
+
+    @Test("store create makes an empty store that opens with its model")
+    func create() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("New.sqlite").path
+        let model = Self.fixtures.appendingPathComponent("Migrations/Migrations/Moody.xcdatamodeld").path
+        try run(["store", "create", path, "--model", model])
+        try run(["store", "info", path, "--model", model])
+        #expect(throws: (any Error).self) { try run(["store", "create", path, "--model", model]) }
+    }
+}
