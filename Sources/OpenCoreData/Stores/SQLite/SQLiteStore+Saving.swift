@@ -31,7 +31,7 @@ extension SQLiteStore {
         var conflicts: [CoreDataError] = []
         func check(_ id: ObjectID, _ expected: Int64) throws {
             guard let pk = id.primaryKey else { return }
-            let found = try Int64.fetchOne(db, sql: "SELECT Z_OPT FROM \(try table(id)) WHERE Z_PK = ?", arguments: [pk])
+            let found = try Int64.fetchOne(try db.cachedStatement(sql: "SELECT Z_OPT FROM \(try table(id)) WHERE Z_PK = ?"), arguments: [pk])
             if found != expected {
                 let what = found.map { "version \($0) in the store" } ?? "deleted from the store"
                 conflicts.append(CoreDataError(.managedObjectMerge, "\(id) was read at version \(expected) but is now \(what)",
@@ -108,8 +108,7 @@ extension SQLiteStore {
             arguments.append(value)
         }
         let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-        try db.execute(sql: "INSERT INTO \(try table(row.objectID)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))",
-                       arguments: StatementArguments(arguments))
+        try db.cachedStatement(sql: "INSERT INTO \(try table(row.objectID)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))").execute(arguments: StatementArguments(arguments))
     }
 
     private func update(_ row: RowSnapshot, changed: [Int]?, _ db: Database) throws {
@@ -122,19 +121,17 @@ extension SQLiteStore {
             arguments.append(value)
         }
         arguments.append(pk.databaseValue)
-        try db.execute(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?",
-                       arguments: StatementArguments(arguments))
+        try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?").execute(arguments: StatementArguments(arguments))
     }
 
     private func delete(_ id: ObjectID, _ db: Database) throws {
         guard let pk = id.primaryKey else { return }
-        try db.execute(sql: "DELETE FROM \(try table(id)) WHERE Z_PK = ?", arguments: [pk])
+        try db.cachedStatement(sql: "DELETE FROM \(try table(id)) WHERE Z_PK = ?").execute(arguments: [pk])
         // Join-table rows of the object's many-to-many relationships go with it.
         for property in id.entity.allProperties {
             guard let relationship = property as? RelationshipDescription,
                   case .joinTable(let join)? = schema.storage(for: relationship, in: id.entity) else { continue }
-            try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?",
-                           arguments: [pk])
+            try db.cachedStatement(sql: "DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?").execute(arguments: [pk])
         }
     }
 
@@ -153,31 +150,27 @@ extension SQLiteStore {
                 // Both sides of a many-to-many change together; one writes the rows:
                 // the ordered side, else the side whose relationship sorts first.
                 if let inverse = relationship.inverseRelationship, !ownsJoinRows(relationship, inverse) { continue }
-                try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?",
-                               arguments: [pk])
+                try db.cachedStatement(sql: "DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?").execute(arguments: [pk])
                 for (position, id) in ids.enumerated() {
                     guard let destination = id.primaryKey else { continue }
                     if let order = join.orderColumn {
-                        try db.execute(sql: "INSERT OR REPLACE INTO \(SQLiteIdentifier.quoted(join.tableName)) (\(SQLiteIdentifier.quoted(join.sourceColumn)), \(SQLiteIdentifier.quoted(join.destinationColumn)), \(SQLiteIdentifier.quoted(order))) VALUES (?, ?, ?)",
-                                       arguments: [pk, destination, (position + 1) * 1024])
+                        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(SQLiteIdentifier.quoted(join.tableName)) (\(SQLiteIdentifier.quoted(join.sourceColumn)), \(SQLiteIdentifier.quoted(join.destinationColumn)), \(SQLiteIdentifier.quoted(order))) VALUES (?, ?, ?)").execute(arguments: [pk, destination, (position + 1) * 1024])
                     } else {
-                        try db.execute(sql: "INSERT OR IGNORE INTO \(SQLiteIdentifier.quoted(join.tableName)) (\(SQLiteIdentifier.quoted(join.sourceColumn)), \(SQLiteIdentifier.quoted(join.destinationColumn))) VALUES (?, ?)",
-                                       arguments: [pk, destination])
+                        try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(SQLiteIdentifier.quoted(join.tableName)) (\(SQLiteIdentifier.quoted(join.sourceColumn)), \(SQLiteIdentifier.quoted(join.destinationColumn))) VALUES (?, ?)").execute(arguments: [pk, destination])
                     }
                 }
             case .toMany(let tableName, let foreignKey, let orderColumn):
                 let table = SQLiteIdentifier.quoted(tableName)
                 let fk = SQLiteIdentifier.quoted(foreignKey)
                 if relationship.inverseRelationship == nil {
-                    try db.execute(sql: "UPDATE \(table) SET \(fk) = NULL WHERE \(fk) = ?", arguments: [pk])
+                    try db.cachedStatement(sql: "UPDATE \(table) SET \(fk) = NULL WHERE \(fk) = ?").execute(arguments: [pk])
                 }
                 for (position, id) in ids.enumerated() {
                     guard let destination = id.primaryKey else { continue }
                     if let orderColumn {
-                        try db.execute(sql: "UPDATE \(table) SET \(fk) = ?, \(SQLiteIdentifier.quoted(orderColumn)) = ? WHERE Z_PK = ?",
-                                       arguments: [pk, (position + 1) * 1024, destination])
+                        try db.cachedStatement(sql: "UPDATE \(table) SET \(fk) = ?, \(SQLiteIdentifier.quoted(orderColumn)) = ? WHERE Z_PK = ?").execute(arguments: [pk, (position + 1) * 1024, destination])
                     } else if relationship.inverseRelationship == nil {
-                        try db.execute(sql: "UPDATE \(table) SET \(fk) = ? WHERE Z_PK = ?", arguments: [pk, destination])
+                        try db.cachedStatement(sql: "UPDATE \(table) SET \(fk) = ? WHERE Z_PK = ?").execute(arguments: [pk, destination])
                     }
                 }
             default:

@@ -17,7 +17,7 @@ import OpenCoreDataPredicates
 /// | `.string` | NSString | a plain plist string |
 /// | `.data` | NSData | plain plist data |
 /// | `.date` | NSDate | `{NS.time: real, $class}` (seconds since 2001) |
-/// | `.decimal` | NSDecimalNumber | `{NS.exponent, NS.length, NS.negative, NS.compact, NS.mantissa, NS.mantissa.bo, $class}` |
+/// | `.decimal` | NSDecimalNumber (`$classname` NSDecimalNumberPlaceholder) | `{NS.exponent, NS.length, NS.negative, NS.compact, NS.mantissa: 16 bytes, NS.mantissa.bo: 1, $class}` |
 /// | `.uuid` | NSUUID | `{NS.uuidbytes: 16 bytes, $class}` |
 /// | `.uri` | NSURL | `{NS.base: base URL or $null, NS.relative: UID → string, $class}` |
 /// | `.array` | NSArray | `{NS.objects: [UID], $class}` |
@@ -144,8 +144,9 @@ struct KeyedArchiveWriter {
             return .uid(uid)
         case .decimal(let decimal):
             let uid = reserve()
-            finish(uid, KeyedArchiveWriter.decimalFields(decimal), className: "NSDecimalNumber",
-                   superclasses: ["NSNumber", "NSValue", "NSObject"])
+            // NSDecimalNumber archives under its class cluster's placeholder class.
+            finish(uid, KeyedArchiveWriter.decimalFields(decimal), className: "NSDecimalNumberPlaceholder",
+                   superclasses: ["NSDecimalNumber", "NSNumber", "NSValue", "NSObject"])
             return .uid(uid)
         case .array(let elements):
             let uid = reserve()
