@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
         .library(name: "OpenCoreDataPredicates", targets: ["OpenCoreDataPredicates"]),
         .executable(name: "ocd", targets: ["ocd"]),
+        .executable(name: "OpenCoreDataBenchmarks", targets: ["OpenCoreDataBenchmarks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -50,6 +51,17 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "ocd", dependencies: ["OCDKit"]),
+        // The benchmark suite (Benchmarks/run; not part of `swift test`): OpenCoreData
+        // against raw SQLite through its C API, the system library GRDB links.
+        .executableTarget(
+            name: "OpenCoreDataBenchmarks",
+            dependencies: [
+                "OpenCoreData",
+                "OpenCoreDataPredicates",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "Benchmarks/Sources/OpenCoreDataBenchmarks"
+        ),
         .testTarget(
             name: "OpenCoreDataPredicatesTests",
             dependencies: ["OpenCoreDataPredicates"],

@@ -9,7 +9,7 @@ struct DemoCommand: ParsableCommand {
     )
 
     func run() throws {
-        print("The Moody demo arrives with the SQLite store and the fetched results controller.")
-        print("Available now: `ocd model show <path.xcdatamodeld> [--json]` and `ocd predicate ...`.")
+        emit("The Moody demo arrives with the SQLite store and the fetched results controller.")
+        emit("Available now: `ocd model show <path.xcdatamodeld> [--json]` and `ocd predicate ...`.")
     }
 }

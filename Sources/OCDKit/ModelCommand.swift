@@ -38,7 +38,7 @@ struct ModelCommand: ParsableCommand {
                     name = version ?? bundle.currentVersionName
                     model = try bundle.model(forVersion: name)
                 }
-                print(json ? try ModelReport.json(model) : ModelReport.text(model, versionName: name))
+                emit(json ? try ModelReport.json(model) : ModelReport.text(model, versionName: name))
             } catch let error as CoreDataError {
                 throw CommandFailure(error.description)
             }

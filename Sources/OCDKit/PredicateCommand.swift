@@ -33,7 +33,7 @@ struct PredicateCommand: ParsableCommand {
 
         func run() throws {
             let predicate = try PredicateCommand.predicate(format, arguments: arguments)
-            print(predicate.predicateFormat)
+            emit(predicate.predicateFormat)
         }
     }
 
@@ -73,7 +73,7 @@ struct PredicateCommand: ParsableCommand {
             }
             do {
                 let result = try predicate.evaluate(with: target, substitutionVariables: bindings)
-                print(result ? "true" : "false")
+                emit(result ? "true" : "false")
             } catch {
                 PredicateCommand.printError("evaluating \(predicate.predicateFormat): \(error)")
                 throw ExitCode.failure
@@ -110,12 +110,12 @@ struct PredicateCommand: ParsableCommand {
             }
             let report = cases.run()
             for result in report.results where !result.passed || verbose {
-                print(result)
+                emit("\(result)")
             }
             for result in report.deviations where result.passed && !verbose {
-                print("NOTE \(result.id): checked against Apple's behaviour, not the file's expectation")
+                emit("NOTE \(result.id): checked against Apple's behaviour, not the file's expectation")
             }
-            print("\(report.passedCount) passed, \(report.failedCount) failed")
+            emit("\(report.passedCount) passed, \(report.failedCount) failed")
             if report.failedCount > 0 {
                 throw ExitCode(1)
             }

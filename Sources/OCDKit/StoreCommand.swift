@@ -29,7 +29,7 @@ func openStore(_ path: String, modelPath: String?) throws -> (ManagedObjectConte
 
 func printJSON(_ value: Any) throws {
     let data = try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-    print(String(decoding: data, as: UTF8.self))
+    emit(String(decoding: data, as: UTF8.self))
 }
 
 struct StoreCommand: ParsableCommand {
@@ -48,7 +48,7 @@ struct StoreCommand: ParsableCommand {
             do {
                 let loaded = try loadModel(model)
                 try SQLiteStoreFile.createStore(at: URL(fileURLWithPath: path), model: loaded)
-                print("Created \(path) with \(loaded.entities.count) entities")
+                emit("Created \(path) with \(loaded.entities.count) entities")
             } catch let error as CoreDataError {
                 throw CommandFailure(error.description)
             }
@@ -80,13 +80,13 @@ struct StoreCommand: ParsableCommand {
                     }
                     try printJSON(["path": path, "uuid": store.identifier, "metadata": plain, "entities": entities])
                 } else {
-                    print("Store \(path)")
-                    print("  UUID \(store.identifier)")
+                    emit("Store \(path)")
+                    emit("  UUID \(store.identifier)")
                     for key in metadata.keys.sorted() where key != "NSStoreModelVersionHashes" {
-                        print("  \(key): \(metadata[key].map { "\($0)" } ?? "")")
+                        emit("  \(key): \(metadata[key].map { "\($0)" } ?? "")")
                     }
                     for entity in entities {
-                        print("  \(entity["name"] ?? ""): \(entity["rows"] ?? 0) objects")
+                        emit("  \(entity["name"] ?? ""): \(entity["rows"] ?? 0) objects")
                     }
                 }
             } catch let error as CoreDataError {
@@ -130,14 +130,14 @@ struct FetchCommand: ParsableCommand {
                 try printJSON(rendered)
             } else {
                 for object in rendered {
-                    print("\(object["uri"] ?? "") (\(object["entity"] ?? ""))")
+                    emit("\(object["uri"] ?? "") (\(object["entity"] ?? ""))")
                     for section in ["attributes", "relationships"] {
                         for (key, value) in ((object[section] as? [String: Any]) ?? [:]).sorted(by: { $0.key < $1.key }) {
-                            print("  \(key) = \(value)")
+                            emit("  \(key) = \(value)")
                         }
                     }
                 }
-                print("\(objects.count) object(s)")
+                emit("\(objects.count) object(s)")
             }
         } catch let error as CoreDataError {
             throw CommandFailure(error.description)

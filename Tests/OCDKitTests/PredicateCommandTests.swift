@@ -9,14 +9,21 @@ struct PredicateCommandTests {
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("OpenCoreDataPredicatesTests/Fixtures/gnustep-cases.json")
 
-    func run(_ arguments: [String]) throws {
-        var command = try OCD.parseAsRoot(arguments)
-        try command.run()
+    /// Runs `ocd arguments` and returns what it printed.
+    @discardableResult
+    func run(_ arguments: [String]) throws -> String {
+        let sink = CommandOutput.Sink()
+        try CommandOutput.$sink.withValue(sink) {
+            var command = try OCD.parseAsRoot(arguments)
+            try command.run()
+        }
+        return sink.text
     }
 
     @Test("check passes on the gnustep cases and fails (non-zero) on a wrong expectation")
     func check() throws {
-        try run(["predicate", "check", Self.cases.path])
+        let output = try run(["predicate", "check", Self.cases.path])
+        #expect(output.hasSuffix("163 passed, 0 failed"))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let bad = folder.appendingPathComponent("bad.json")
@@ -26,8 +33,9 @@ struct PredicateCommandTests {
 
     @Test("parse and eval run; a malformed predicate is an error")
     func parseAndEval() throws {
-        try run(["predicate", "parse", "name = 'John' && age > 30"])
-        try run(["predicate", "eval", "age > 30", "--object", #"{"age": 31}"#])
+        #expect(try run(["predicate", "parse", "name = 'John' && age > 30"]) == #"name == "John" AND age > 30"#)
+        #expect(try run(["predicate", "eval", "age > 30", "--object", #"{"age": 31}"#]) == "true")
+        #expect(try run(["predicate", "eval", "name ==[cd] 'saint-etienne'", "--object", #"{"name": "Saint-Étienne"}"#]) == "true")
         #expect(throws: (any Error).self) { try run(["predicate", "parse", "name == "]) }
     }
 }

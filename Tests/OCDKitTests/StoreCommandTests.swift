@@ -20,17 +20,29 @@ struct StoreCommandTests {
         return target
     }
 
-    func run(_ arguments: [String]) throws {
-        var command = try OCD.parseAsRoot(arguments)
-        try command.run()
+    /// Runs `ocd arguments` and returns what it printed.
+    @discardableResult
+    func run(_ arguments: [String]) throws -> String {
+        let sink = CommandOutput.Sink()
+        try CommandOutput.$sink.withValue(sink) {
+            var command = try OCD.parseAsRoot(arguments)
+            try command.run()
+        }
+        return sink.text
     }
 
     @Test("store info and fetch read a real store without its model, and never change it")
     func infoAndFetch() throws {
         let store = try copyMoody5()
         let before = try Data(contentsOf: store)
-        try run(["store", "info", store.path, "--json"])
-        try run(["fetch", store.path, "--entity", "Mood", "--predicate", "rating >= 0", "--sort", "date:desc", "--limit", "2", "--json"])
+        let info = try JSONSerialization.jsonObject(with: Data(try run(["store", "info", store.path, "--json"]).utf8)) as? [String: Any]
+        let entities = try #require(info?["entities"] as? [[String: Any]])
+        #expect(entities.first { $0["name"] as? String == "Mood" }?["rows"] as? Int == 4)
+        #expect(entities.first { $0["name"] as? String == "Country" }?["rows"] as? Int == 3)
+        let fetched = try JSONSerialization.jsonObject(with: Data(try run(["fetch", store.path, "--entity", "Mood", "--predicate", "rating >= 0", "--sort", "date:desc", "--limit", "2", "--json"]).utf8)) as? [[String: Any]]
+        #expect(fetched?.count == 2)
+        let dates = fetched?.compactMap { ($0["attributes"] as? [String: Any])?["date"] as? String } ?? []
+        #expect(dates == dates.sorted(by: >))
         #expect(try Data(contentsOf: store) == before)
         #expect(throws: (any Error).self) { try run(["fetch", store.path, "--entity", "Mood", "--predicate", "rating >="]) }
         #expect(throws: (any Error).self) { try run(["fetch", store.path, "--entity", "Nope"]) }

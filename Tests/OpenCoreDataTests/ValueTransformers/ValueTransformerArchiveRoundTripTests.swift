@@ -79,6 +79,8 @@ struct ValueTransformerArchiveRoundTripTests {
             "id": .uuid(UUID(uuidString: "0AD863BA-7584-40CF-8896-BD87B3280C34")!),
             "link": .uri(URL(string: "https://example.com")!),
             "amount": .decimal(Decimal(string: "-12.5")!),
+            "none": .null,
+            "nulls": [.null, .null],
         ])
         let data = try AttributeValueArchiver.archivedData(withRootValue: value)
         guard case .dictionary(let top) = try BinaryPropertyList.parse(data),
@@ -109,7 +111,7 @@ struct ValueTransformerArchiveRoundTripTests {
             guard case .uid(let index) = key else { return "?" }
             return objects[index].stringValue ?? "?"
         }
-        #expect(names == ["amount", "id", "link", "list", "when"])
+        #expect(names == ["amount", "id", "link", "list", "none", "nulls", "when"])
 
         let amount = object(values[0])
         #expect(className(amount) == "NSDecimalNumberPlaceholder")
@@ -142,13 +144,19 @@ struct ValueTransformerArchiveRoundTripTests {
         #expect(elements[0] == elements[1], "equal strings are archived once")
         if case .uid(let index) = elements[2] { #expect(objects[index] == .int(3)) }
 
-        let when = object(values[4])
+        // nil cannot be in a Foundation collection: NSNull, one shared object.
+        let none = object(values[4])
+        #expect(className(none) == "NSNull")
+        #expect(none.count == 1)
+        #expect(object(values[5])["NS.objects"] == .array([values[4], values[4]]))
+
+        let when = object(values[6])
         #expect(className(when) == "NSDate")
         #expect(when["NS.time"] == .real(10))
 
         // One class description per class.
         let classNames = objects.compactMap { $0.dictionaryValue?["$classname"]?.stringValue }
-        #expect(classNames.sorted() == ["NSArray", "NSDate", "NSDecimalNumberPlaceholder", "NSDictionary", "NSURL", "NSUUID"])
+        #expect(classNames.sorted() == ["NSArray", "NSDate", "NSDecimalNumberPlaceholder", "NSDictionary", "NSNull", "NSURL", "NSUUID"])
     }
 
     @Test func binaryPropertyListWriterRoundTripsArbitraryValues() throws {

@@ -95,16 +95,24 @@ struct ValueTransformerHostileInputTests {
     }
 
     @Test func exponentialSharingIsAnErrorNotAHang() {
-        // 80 arrays, each holding the next one twice: 2^80 elements when expanded.
+        // 60 arrays, each holding the next one twice: 2^60 elements when expanded.
         var objects: [PropertyListValue] = [.string("$null")]
-        let levels = 80
+        let levels = 60
         for level in 0..<levels {
             let next = level == levels - 1 ? PropertyListValue.uid(levels + 2) : .uid(level + 2)
             objects.append(.dictionary(["NS.objects": .array([next, next]), "$class": .uid(levels + 1)]))
         }
         objects.append(classDescription("NSArray"))
         objects.append(.string("leaf"))
-        expectError(archive(objects), containing: "too many")
+        // Either limit may stop it first: the object budget or the nesting depth.
+        do {
+            _ = try AttributeValueArchiver.unarchivedValue(from: archive(objects))
+            Issue.record("expected an error")
+        } catch let error as CoreDataError {
+            #expect(error.message.contains("too many") || error.message.contains("levels deep"), "\(error.message)")
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
     }
 
     @Test func deepNestingIsAnErrorNotAStackOverflow() {

@@ -16,9 +16,10 @@ public enum SQLiteStoreFile {
     /// row per entity with `Z_MAX` 0, and `Z_METADATA` with the model's version
     /// hashes, a new UUID (or `metadata["NSStoreUUID"]`) and the app keys of
     /// `metadata`. The database uses WAL journaling, incremental auto-vacuum
-    /// (`_NSAutoVacuumLevel` 2) and `synchronous = NORMAL`. `Z_MODELCACHE` is
-    /// created empty: Core Data only reads it to infer a migration's source model
-    /// when no model matches the store.
+    /// (`_NSAutoVacuumLevel` 2) and `synchronous = NORMAL`. `Z_MODELCACHE` holds
+    /// the model's compiled archive, raw-DEFLATE compressed (see
+    /// ``CompiledModelWriter``), so ``SQLiteStore/storedModel(at:)`` (and Core Data,
+    /// when it infers a migration's source model) can open the store without it.
     ///
     /// Throws when a file already exists at `url` (nothing is overwritten), when the
     /// model is invalid, or when SQLite fails; no partial file is left behind.
@@ -34,6 +35,7 @@ public enum SQLiteStoreFile {
         var storeMetadata = SQLiteStoreMetadata.metadata(for: model, configurationName: configurationName,
                                                          additionalValues: metadata)
         if let uuid = metadata[SQLiteStoreMetadata.storeUUIDKey] as? String { storeMetadata[SQLiteStoreMetadata.storeUUIDKey] = uuid }
+        let modelCache = try CompiledModelWriter().modelCacheData(for: model)
         do {
             let queue = try DatabaseQueue(path: url.path)
             defer { try? queue.close() }
@@ -48,6 +50,7 @@ public enum SQLiteStoreFile {
                                        arguments: [entity.entityNumber, entity.entityName, entity.superentityNumber])
                     }
                     try SQLiteStoreMetadata.write(storeMetadata, to: db)
+                    try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [modelCache])
                     return .commit
                 }
             }

@@ -12,9 +12,9 @@ import OpenCoreDataPredicates
 ///
 /// | AttributeValue | class | in `$objects` |
 /// |---|---|---|
-/// | `.null` | nil | the reference `UID(0)` (`$null`) |
+/// | `.null` | nil (root) / NSNull (in a collection) | `UID(0)` (`$null`) / `{$class}`, one shared object |
 /// | `.bool`, `.int`, `.double` | NSNumber | a plain plist Boolean, integer or real |
-/// | `.string` | NSString | a plain plist string |
+/// | `.string` | NSString | a plain plist string (`"$null"`: `{NS.string, $class}`, an NSMutableString) |
 /// | `.data` | NSData | plain plist data |
 /// | `.date` | NSDate | `{NS.time: real, $class}` (seconds since 2001) |
 /// | `.decimal` | NSDecimalNumber (`$classname` NSDecimalNumberPlaceholder) | `{NS.exponent, NS.length, NS.negative, NS.compact, NS.mantissa: 16 bytes, NS.mantissa.bo: 1, $class}` |
@@ -39,6 +39,9 @@ import OpenCoreDataPredicates
 /// ```
 struct KeyedArchiveWriter {
     /// The deepest nesting of arrays and dictionaries archived (and unarchived).
+    /// Writing and reading recurse once per level; 64 levels fit a 256 KB thread
+    /// stack even in debug builds (measured), and no Codable value nests deeper
+    /// in practice.
     static let maximumDepth = 64
 
     /// The order of the archive's top-level keys. Apple writes them in hash-table
@@ -59,6 +62,7 @@ struct KeyedArchiveWriter {
     private var objects: [PropertyListValue] = [.string("$null")]
     private var scalars: [ScalarKey: Int] = [:]
     private var classes: [String: Int] = [:]
+    private var nullUID: Int?
 
     /// A writer.
     init() {}
@@ -72,6 +76,7 @@ struct KeyedArchiveWriter {
         writer.objects = [.string("$null")]
         writer.scalars = [:]
         writer.classes = [:]
+        writer.nullUID = nil
         let root = try writer.encode(value, depth: 0)
         let top: PropertyListValue = .dictionary([
             "$version": .int(100_000),
@@ -123,6 +128,12 @@ struct KeyedArchiveWriter {
             return scalar(.int(number), key: .int(number))
         case .double(let number):
             return scalar(.real(number), key: .real(number.bitPattern))
+        case .string(let string) where string == "$null":
+            // Unarchivers read a plain "$null" string as nil, so this one string is
+            // archived the way Foundation archives mutable strings.
+            let uid = reserve()
+            finish(uid, ["NS.string": .string(string)], className: "NSMutableString", superclasses: ["NSString", "NSObject"])
+            return .uid(uid)
         case .string(let string):
             return scalar(.string(string), key: .string(Array(string.utf16)))
         case .data(let data):
@@ -152,7 +163,7 @@ struct KeyedArchiveWriter {
             let uid = reserve()
             var references: [PropertyListValue] = []
             references.reserveCapacity(elements.count)
-            for element in elements { references.append(try encode(element, depth: depth + 1)) }
+            for element in elements { references.append(try encodeElement(element, depth: depth + 1)) }
             finish(uid, ["NS.objects": .array(references)], className: "NSArray", superclasses: ["NSObject"])
             return .uid(uid)
         case .dictionary(let dictionary):
@@ -161,11 +172,22 @@ struct KeyedArchiveWriter {
             var keyReferences: [PropertyListValue] = []
             var valueReferences: [PropertyListValue] = []
             for key in keys { keyReferences.append(try encode(.string(key), depth: depth + 1)) }
-            for key in keys { valueReferences.append(try encode(dictionary[key] ?? .null, depth: depth + 1)) }
+            for key in keys { valueReferences.append(try encodeElement(dictionary[key] ?? .null, depth: depth + 1)) }
             finish(uid, ["NS.keys": .array(keyReferences), "NS.objects": .array(valueReferences)],
                    className: "NSDictionary", superclasses: ["NSObject"])
             return .uid(uid)
         }
+    }
+
+    /// An element of an array or a value of a dictionary: Foundation collections
+    /// cannot hold nil, so `.null` is the `NSNull` singleton there.
+    private mutating func encodeElement(_ value: AttributeValue, depth: Int) throws -> PropertyListValue {
+        guard value.isNull else { return try encode(value, depth: depth) }
+        if let nullUID { return .uid(nullUID) }
+        let uid = reserve()
+        finish(uid, [:], className: "NSNull", superclasses: ["NSObject"])
+        nullUID = uid
+        return .uid(uid)
     }
 
     /// A plain plist object in `$objects`, shared with any equal one.

@@ -1,0 +1,172 @@
+import Foundation
+import GRDBSQLite
+
+/// A connection to the system SQLite through its C API: the physical limit every
+/// peer is measured against. WAL and `synchronous=NORMAL` are set on every
+/// connection, like the other peers.
+final class RawConnection {
+    let db: OpaquePointer
+
+    init(path: String) throws {
+        var handle: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil)
+        guard rc == SQLITE_OK, let handle else {
+            if let handle { sqlite3_close_v2(handle) }
+            throw BenchmarkError("sqlite3_open_v2(\(path)) failed: \(rc)")
+        }
+        db = handle
+        let mode = try text("PRAGMA journal_mode=WAL")
+        guard mode.lowercased() == "wal" else { throw BenchmarkError("journal_mode is \(mode), not wal") }
+        try execute("PRAGMA synchronous=NORMAL")
+    }
+
+    deinit { sqlite3_close_v2(db) }
+
+    var errorMessage: String { String(cString: sqlite3_errmsg(db)) }
+
+    func execute(_ sql: String) throws {
+        let rc = sqlite3_exec(db, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw BenchmarkError("\(sql): \(rc) \(errorMessage)") }
+    }
+
+    func prepare(_ sql: String) throws -> OpaquePointer {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw BenchmarkError("prepare \(sql): \(rc) \(errorMessage)") }
+        return statement
+    }
+
+    /// The first column of the first row of `sql`, as text.
+    func text(_ sql: String) throws -> String {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else {
+            throw BenchmarkError("\(sql): no row (\(errorMessage))")
+        }
+        return String(cString: text)
+    }
+
+    /// The integer columns of the first row of `sql`.
+    func integers(_ sql: String) throws -> [Int] {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw BenchmarkError("\(sql): no row (\(errorMessage))") }
+        return (0..<sqlite3_column_count(statement)).map { Int(sqlite3_column_int64(statement, $0)) }
+    }
+}
+
+/// The system SQLite's version, from `sqlite_version()`.
+func sqliteVersion() throws -> String {
+    let connection = try RawConnection(path: ":memory:")
+    return try connection.text("SELECT sqlite_version()")
+}
+
+/// The columns of the `Person` entity in Core Data's layout (one table, `Z` names).
+enum PersonTable {
+    static let table = "ZPERSON"
+    /// Every column the framework reads for a person: what a raw SELECT reads too.
+    static let selectAll = "SELECT Z_PK, Z_ENT, Z_OPT, ZNAME, ZAGE, ZSCORE, ZEMAIL, ZJOINED FROM ZPERSON"
+}
+
+/// Checks what a W1 run wrote, outside the timer: every row, every attribute.
+func writtenChecksum(path: String) throws -> Checksum {
+    let connection = try RawConnection(path: path)
+    let statement = try connection.prepare(PersonTable.selectAll)
+    defer { sqlite3_finalize(statement) }
+    var c = Checksum()
+    while sqlite3_step(statement) == SQLITE_ROW {
+        c.rows += 1
+        c.ages += Int(sqlite3_column_int64(statement, 4))
+        c.scores2 += Int(sqlite3_column_double(statement, 5) * 2)
+        c.joined += Int(sqlite3_column_double(statement, 7))
+        c.textBytes &+= rawByteSum(statement, 3) &+ rawByteSum(statement, 6)
+    }
+    return c
+}
+
+@inline(__always)
+func rawByteSum(_ statement: OpaquePointer, _ column: Int32) -> Int {
+    guard let text = sqlite3_column_text(statement, column) else { return 0 }
+    let count = Int(sqlite3_column_bytes(statement, column))
+    var sum = 0
+    for index in 0..<count { sum &+= Int(text[index]) }
+    return sum
+}
+
+/// The raw peer: prepared statements, one transaction, no allocation per row.
+enum RawPeer {
+    /// W1: INSERT `count` persons in one transaction into a fresh copy of the empty
+    /// store (the same table and index the framework creates).
+    static func insert(count: Int, path: String, entityNumber: Int) throws -> Sample {
+        let connection = try RawConnection(path: path)
+        let insert = try connection.prepare(
+            "INSERT INTO ZPERSON (Z_PK, Z_ENT, Z_OPT, ZNAME, ZAGE, ZSCORE, ZEMAIL, ZJOINED) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        defer { sqlite3_finalize(insert) }
+        let name = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+        let email = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+        defer { name.deallocate(); email.deallocate() }
+
+        let start = now()
+        try connection.execute("BEGIN")
+        for i in 0..<count {
+            let nameLength = writeDecimal(i, into: name, at: writeBytes("name ", into: name, at: 0))
+            let emailLength = writeBytes("@example.com", into: email, at: writeDecimal(i, into: email, at: writeBytes("user ", into: email, at: 0)))
+            sqlite3_bind_int64(insert, 1, Int64(i + 1))
+            sqlite3_bind_int64(insert, 2, Int64(entityNumber))
+            sqlite3_bind_int64(insert, 3, 1)
+            sqlite3_bind_text(insert, 4, name, Int32(nameLength), nil)  // SQLITE_STATIC
+            sqlite3_bind_int64(insert, 5, Int64(PersonData.age(i)))
+            sqlite3_bind_double(insert, 6, PersonData.score(i))
+            sqlite3_bind_text(insert, 7, email, Int32(emailLength), nil)
+            sqlite3_bind_double(insert, 8, PersonData.joined(i))
+            guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchmarkError("INSERT: \(connection.errorMessage)") }
+            sqlite3_reset(insert)
+        }
+        try connection.execute("COMMIT")
+        let seconds = now() - start
+        return Sample(seconds: seconds, checksum: "")
+    }
+
+    /// W2: SELECT every person and read every attribute.
+    static func fetchAll(path: String) throws -> Sample {
+        let connection = try RawConnection(path: path)
+        let start = now()
+        let select = try connection.prepare(PersonTable.selectAll)
+        var c = Checksum()
+        while true {
+            let rc = sqlite3_step(select)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw BenchmarkError("SELECT: \(connection.errorMessage)") }
+            c.rows += 1
+            c.ages += Int(sqlite3_column_int64(select, 4))
+            c.scores2 += Int(sqlite3_column_double(select, 5) * 2)
+            c.joined += Int(sqlite3_column_double(select, 7))
+            c.textBytes &+= rawByteSum(select, 3) &+ rawByteSum(select, 6)
+        }
+        sqlite3_finalize(select)
+        let seconds = now() - start
+        return Sample(seconds: seconds, checksum: c.text)
+    }
+
+    /// W3: one prepared SELECT `WHERE ZAGE = ?`, bound to k = 0...99, reading the score.
+    static func fetchByAge(path: String) throws -> Sample {
+        let connection = try RawConnection(path: path)
+        let start = now()
+        let select = try connection.prepare(PersonTable.selectAll + " WHERE ZAGE = ?")
+        var c = Checksum()
+        for k in 0..<100 {
+            sqlite3_bind_int64(select, 1, Int64(k))
+            while true {
+                let rc = sqlite3_step(select)
+                if rc == SQLITE_DONE { break }
+                guard rc == SQLITE_ROW else { throw BenchmarkError("SELECT: \(connection.errorMessage)") }
+                c.rows += 1
+                c.scores2 += Int(sqlite3_column_double(select, 5) * 2)
+            }
+            sqlite3_reset(select)
+        }
+        sqlite3_finalize(select)
+        let seconds = now() - start
+        return Sample(seconds: seconds, checksum: c.text)
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Synchronization
+
+/// Where `ocd`'s commands write their output: standard output, or a sink that tests
+/// install for the task they run in.
+///
+/// ```swift
+/// let sink = CommandOutput.Sink()
+/// try CommandOutput.$sink.withValue(sink) { try command.run() }
+/// sink.text   // what the command printed
+/// ```
+public enum CommandOutput {
+    /// Collects lines.
+    public final class Sink: Sendable {
+        private let storage = Mutex<[String]>([])
+        public init() {}
+        func append(_ line: String) { storage.withLock { $0.append(line) } }
+        /// The lines written so far.
+        public var lines: [String] { storage.withLock { $0 } }
+        /// Everything written so far, one line each.
+        public var text: String { lines.joined(separator: "\n") }
+    }
+
+    /// The sink of the current task, if any.
+    @TaskLocal public static var sink: Sink?
+
+    /// Writes one line.
+    static func emit(_ line: String) {
+        if let sink { sink.append(line) } else { print(line) }
+    }
+}
+
+/// Writes one line of command output.
+func emit(_ line: String) {
+    CommandOutput.emit(line)
+}
