@@ -57,8 +57,22 @@ final class RawConnection {
 
 /// The system SQLite's version, from `sqlite_version()`.
 func sqliteVersion() throws -> String {
-    let connection = try RawConnection(path: ":memory:")
-    return try connection.text("SELECT sqlite_version()")
+    guard let version = sqlite3_libversion() else { throw BenchmarkError("no sqlite3_libversion()") }
+    var handle: OpaquePointer?
+    guard sqlite3_open(":memory:", &handle) == SQLITE_OK, let handle else { throw BenchmarkError("can't open :memory:") }
+    defer { sqlite3_close_v2(handle) }
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(handle, "SELECT sqlite_version()", -1, &statement, nil) == SQLITE_OK, let statement else {
+        throw BenchmarkError("can't prepare SELECT sqlite_version()")
+    }
+    defer { sqlite3_finalize(statement) }
+    guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else {
+        throw BenchmarkError("no sqlite_version()")
+    }
+    let fromSQL = String(cString: text)
+    // The library linked here is the one GRDB (and so OpenCoreData) uses: the same symbols.
+    guard fromSQL == String(cString: version) else { throw BenchmarkError("sqlite_version() \(fromSQL) != sqlite3_libversion()") }
+    return fromSQL
 }
 
 /// The columns of the `Person` entity in Core Data's layout (one table, `Z` names).

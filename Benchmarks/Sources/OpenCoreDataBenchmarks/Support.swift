@@ -27,7 +27,11 @@ func peakMemoryMiB() -> Double {
     #if os(Linux)
     getrusage(RUSAGE_SELF.rawValue, &usage)
     #else
+    #if canImport(Glibc)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    #else
     getrusage(RUSAGE_SELF, &usage)
+    #endif
     #endif
     return Double(usage.ru_maxrss) / 1024
 }
