@@ -47,7 +47,8 @@ extension ManagedObject {
         let key = property.name
         switch (property, slot) {
         case (let attribute as AttributeDescription, .attribute(let value)):
-            let text = ManagedObject.describe(value)
+            // Described only for an error message: formatting every valid value is costly.
+            var text: String { ManagedObject.describe(value) }
             if value.isNull {
                 if !attribute.isOptional {
                     errors.append(failure(.validationMissingMandatoryProperty, key, text, "is required but has no value"))
@@ -55,7 +56,7 @@ extension ManagedObject {
             } else if AttributeValueCoercion.coerce(value, to: attribute.attributeType) == nil {
                 errors.append(failure(.managedObjectValidation, key, text, "has a value that is not a \(attribute.attributeType.xcodeName)"))
             } else {
-                errors += rangeErrors(attribute, value, key, text)
+                errors += rangeErrors(attribute, value, key)
             }
             for rule in attribute.validationRules where !value.isNull {
                 let passes = (try? CorePredicate(format: rule.predicateFormat).evaluate(with: value)) ?? false
@@ -88,7 +89,8 @@ extension ManagedObject {
         return errors
     }
 
-    private func rangeErrors(_ attribute: AttributeDescription, _ value: AttributeValue, _ key: String, _ text: String) -> [CoreDataError] {
+    private func rangeErrors(_ attribute: AttributeDescription, _ value: AttributeValue, _ key: String) -> [CoreDataError] {
+        var text: String { ManagedObject.describe(value) }
         var errors: [CoreDataError] = []
         switch attribute.attributeType {
         case .integer16, .integer32, .integer64, .decimal, .double, .float:

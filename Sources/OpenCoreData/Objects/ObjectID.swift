@@ -1,4 +1,11 @@
 import Foundation
+import Synchronization
+
+/// Temporary IDs: one random UUID per process, its last 8 bytes XORed with a
+/// counter. `UUID()` reads /dev/urandom (open, read, close) on Linux: three
+/// system calls per new object.
+private let temporaryIDBase = UUID().uuid
+private let temporaryIDCounter = Atomic<UInt64>(0)
 
 /// The identity of a managed object, valid across contexts and threads
 /// (`NSManagedObjectID`).
@@ -30,7 +37,13 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     init(temporaryFor entity: EntityDescription) {
         self.entity = entity
         self.storeIdentifier = nil
-        self.key = .temporary(UUID())
+        let n = temporaryIDCounter.add(1, ordering: .relaxed).newValue
+        var u = temporaryIDBase
+        u.8 ^= UInt8(truncatingIfNeeded: n >> 56); u.9 ^= UInt8(truncatingIfNeeded: n >> 48)
+        u.10 ^= UInt8(truncatingIfNeeded: n >> 40); u.11 ^= UInt8(truncatingIfNeeded: n >> 32)
+        u.12 ^= UInt8(truncatingIfNeeded: n >> 24); u.13 ^= UInt8(truncatingIfNeeded: n >> 16)
+        u.14 ^= UInt8(truncatingIfNeeded: n >> 8); u.15 ^= UInt8(truncatingIfNeeded: n)
+        self.key = .temporary(UUID(uuid: u))
     }
 
     /// The permanent ID of the row `primaryKey` of `entity` in the store `storeIdentifier`.
