@@ -9,16 +9,8 @@ struct PredicateCommandTests {
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("OpenCoreDataPredicatesTests/Fixtures/gnustep-cases.json")
 
-    /// Runs `ocd arguments` and returns what it printed.
     @discardableResult
-    func run(_ arguments: [String]) throws -> String {
-        let sink = CommandOutput.Sink()
-        try CommandOutput.$sink.withValue(sink) {
-            var command = try OCD.parseAsRoot(arguments)
-            try command.run()
-        }
-        return sink.text
-    }
+    func run(_ arguments: [String]) throws -> String { try runOCD(arguments) }
 
     @Test("check passes on the gnustep cases and fails (non-zero) on a wrong expectation")
     func check() throws {

@@ -20,16 +20,8 @@ struct StoreCommandTests {
         return target
     }
 
-    /// Runs `ocd arguments` and returns what it printed.
     @discardableResult
-    func run(_ arguments: [String]) throws -> String {
-        let sink = CommandOutput.Sink()
-        try CommandOutput.$sink.withValue(sink) {
-            var command = try OCD.parseAsRoot(arguments)
-            try command.run()
-        }
-        return sink.text
-    }
+    func run(_ arguments: [String]) throws -> String { try runOCD(arguments) }
 
     @Test("store info and fetch read a real store without its model, and never change it")
     func infoAndFetch() throws {

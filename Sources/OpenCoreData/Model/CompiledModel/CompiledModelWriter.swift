@@ -463,42 +463,14 @@ private struct ModelArchiveEncoder {
         case .array(let elements):
             return builder.array(elements.map { self.value($0) })
         case .dictionary(let entries):
-            return builder.dictionary(entries.keys.sorted().map { ($0, self.value(entries[$0]!)) })
+            return builder.dictionary(entries.sorted { $0.key < $1.key }.map { ($0.key, self.value($0.value)) })
         }
     }
 
     /// An `NSDecimalNumber`: the mantissa as eight little-endian 16-bit words.
     mutating func decimal(_ decimal: Decimal) -> PropertyListValue {
-        var words: [UInt16] = []
-        var exponent = 0
-        var negative = false
-        var compact = true
-        if decimal.isFinite && !decimal.isZero {
-            exponent = decimal.exponent
-            negative = decimal.sign == .minus
-            let digits = decimal.significand.description.utf8.filter { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
-            compact = digits.last != UInt8(ascii: "0")
-            for digit in digits {
-                var carry = UInt32(digit - UInt8(ascii: "0"))
-                for index in words.indices {
-                    let product = UInt32(words[index]) * 10 + carry
-                    words[index] = UInt16(truncatingIfNeeded: product)
-                    carry = product >> 16
-                }
-                if carry > 0 { words.append(UInt16(carry)) }
-            }
-            words = Array(words.prefix(8))
-        }
-        var mantissa = Data()
-        for index in 0..<8 {
-            let word = index < words.count ? words[index] : 0
-            mantissa.append(UInt8(word & 0xff)); mantissa.append(UInt8(word >> 8))
-        }
-        return builder.object(classes: ["NSDecimalNumber", "NSNumber", "NSValue", "NSObject"], [
-            "NS.exponent": .int(Int64(exponent)), "NS.length": .int(Int64(words.count)),
-            "NS.negative": .bool(negative), "NS.compact": .bool(compact),
-            "NS.mantissa.bo": .int(1), "NS.mantissa": .data(mantissa),
-        ])
+        builder.object(classes: ["NSDecimalNumber", "NSNumber", "NSValue", "NSObject"],
+                       KeyedArchiveWriter.decimalFields(decimal))
     }
 
     // MARK: Predicates
