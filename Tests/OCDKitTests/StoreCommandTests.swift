@@ -66,3 +66,23 @@ struct StoreCommandTests {
         #expect(throws: (any Error).self) { try run(["store", "create", path, "--model", model]) }
     }
 }
+
+@Suite("ocd demo")
+struct DemoCommandTests {
+    @Test("The demo runs end to end on a SQLite store and narrates each step")
+    func demo() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("Moody.sqlite").path
+        let output = try runOCD(["demo", "--store", path])
+        #expect(output.contains("inverses are maintained"))
+        #expect(output.contains("first is a fault: true"))
+        #expect(output.contains("fired the fault: isFault = false"))
+        #expect(output.contains("is the registered one: true"))
+        #expect(output.contains("deleted and saved: 6 moods remain"))
+        #expect(output.contains("error 1610"))
+        #expect(output.contains("after rollback: 6 moods"))
+        let info = try runOCD(["store", "info", path, "--json"])
+        #expect(info.contains("\"Mood\""))
+    }
+}
