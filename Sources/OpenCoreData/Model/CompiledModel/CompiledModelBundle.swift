@@ -33,42 +33,10 @@ public struct CompiledModelBundle: Sendable {
             currentVersionName = name
             return
         }
-        let items: [String]
-        do {
-            items = try fileManager.contentsOfDirectory(atPath: url.path)
-        } catch {
-            throw CoreDataError(.fileReadUnknown, "\(url.path): can't list the compiled model folder: \(error.localizedDescription)", url: url)
-        }
-        let versions = items.filter { $0.hasSuffix(".mom") }
-            .map { String($0.dropLast(".mom".count)) }
-            .sorted { $0.compare($1, options: [.numeric]) == .orderedAscending }
-        guard !versions.isEmpty else {
-            throw CoreDataError(.fileReadCorruptFile, "\(url.path): the folder contains no .mom model version", url: url)
-        }
-        versionNames = versions
-        currentVersionName = try CompiledModelBundle.currentVersion(in: url, versions: versions)
-    }
-
-    private static func currentVersion(in url: URL, versions: [String]) throws -> String {
-        let infoURL = url.appendingPathComponent("VersionInfo.plist")
-        let base = url.deletingPathExtension().lastPathComponent
-        let fallback = versions.count == 1 ? versions[0] : (versions.first { $0 == base } ?? versions[versions.count - 1])
-        guard let data = FileManager.default.contents(atPath: infoURL.path) else { return fallback }
-        let plist: Any
-        do {
-            plist = try PropertyListSerialization.propertyList(from: data, format: nil)
-        } catch {
-            throw CoreDataError(.fileReadCorruptFile, "\(infoURL.path): not a property list: \(error.localizedDescription)", url: infoURL)
-        }
-        guard let info = plist as? [String: Any] else {
-            throw CoreDataError(.fileReadCorruptFile, "\(infoURL.path): not a dictionary", url: infoURL)
-        }
-        guard let name = info["NSManagedObjectModel_CurrentVersionName"] as? String, !name.isEmpty else { return fallback }
-        let version = name.hasSuffix(".mom") ? String(name.dropLast(".mom".count)) : name
-        guard versions.contains(version) else {
-            throw CoreDataError(.fileReadCorruptFile, "\(infoURL.path): current version '\(version)' is not in the folder (versions: \(versions.joined(separator: ", ")))", url: infoURL)
-        }
-        return version
+        let folder = try ModelVersionFolder(url: url, versionExtension: "mom", markerFile: "VersionInfo.plist",
+                                            markerKey: "NSManagedObjectModel_CurrentVersionName", kind: "compiled model folder")
+        versionNames = folder.versionNames
+        currentVersionName = folder.currentVersionName
     }
 
     /// The `.mom` file of a version.

@@ -39,49 +39,15 @@ public struct XcodeDataModel: Sendable {
             return
         }
         if url.pathExtension == "xcdatamodeld" {
-            let items: [String]
-            do {
-                items = try fileManager.contentsOfDirectory(atPath: url.path)
-            } catch {
-                throw CoreDataError(.fileReadUnknown, "\(url.path): can't list the model bundle: \(error.localizedDescription)", url: url)
-            }
-            let versions = items.filter { $0.hasSuffix(".xcdatamodel") }
-                .map { String($0.dropLast(".xcdatamodel".count)) }
-                .sorted { $0.compare($1, options: [.numeric]) == .orderedAscending }
-            guard !versions.isEmpty else {
-                throw CoreDataError(.fileReadCorruptFile, "\(url.path): the bundle contains no .xcdatamodel version", url: url)
-            }
-            versionNames = versions
-            currentVersionName = try XcodeDataModel.currentVersion(in: url, versions: versions)
+            let folder = try ModelVersionFolder(url: url, versionExtension: "xcdatamodel", markerFile: ".xccurrentversion",
+                                                markerKey: "_XCCurrentVersionName", kind: "bundle")
+            versionNames = folder.versionNames
+            currentVersionName = folder.currentVersionName
         } else {
             let name = url.deletingPathExtension().lastPathComponent
             versionNames = [name]
             currentVersionName = name
         }
-    }
-
-    private static func currentVersion(in url: URL, versions: [String]) throws -> String {
-        let marker = url.appendingPathComponent(".xccurrentversion")
-        // Without a marker (or with an empty one) Xcode uses the only version, or the
-        // one named like the bundle.
-        let base = url.deletingPathExtension().lastPathComponent
-        let fallback = versions.count == 1 ? versions[0] : (versions.first { $0 == base } ?? versions[versions.count - 1])
-        guard let data = FileManager.default.contents(atPath: marker.path) else { return fallback }
-        let plist: Any
-        do {
-            plist = try PropertyListSerialization.propertyList(from: data, format: nil)
-        } catch {
-            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): not a property list: \(error.localizedDescription)", url: marker)
-        }
-        guard let dictionary = plist as? [String: Any] else {
-            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): not a dictionary", url: marker)
-        }
-        guard let name = dictionary["_XCCurrentVersionName"] as? String else { return fallback }
-        let version = name.hasSuffix(".xcdatamodel") ? String(name.dropLast(".xcdatamodel".count)) : name
-        guard versions.contains(version) else {
-            throw CoreDataError(.fileReadCorruptFile, "\(marker.path): current version '\(version)' is not in the bundle (versions: \(versions.joined(separator: ", ")))", url: marker)
-        }
-        return version
     }
 
     /// The `contents` file of a version.
