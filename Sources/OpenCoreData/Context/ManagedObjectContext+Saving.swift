@@ -120,6 +120,7 @@ extension ManagedObjectContext {
             deletedObjectIDs: Set(deleted.map(\.objectID)),
             contextName: name, transactionAuthor: transactionAuthor)
         publish(summary, inserted: Set(inserted), updated: Set(updated), deleted: Set(deleted))
+        notifySynchronousObservers(ObservedContextChange(kind: .didSave))
     }
 
     /// Transient properties are not stored: their slots are saved as nil.
@@ -192,6 +193,7 @@ extension ManagedObjectContext {
         eventUpdated = [:]
         eventDeleted = [:]
         undoManager?.removeAllActions()
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Forgets every registered object: they become invalid and the context is as
@@ -217,6 +219,7 @@ extension ManagedObjectContext {
             NotificationKey.invalidatedObjects: invalidated,
             NotificationKey.invalidatedAllObjects: true,
         ])
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Refreshes an object from the store (`refresh(_:mergeChanges:)`). Without
