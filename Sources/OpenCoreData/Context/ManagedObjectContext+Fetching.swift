@@ -54,7 +54,7 @@ extension ManagedObjectContext {
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
-        var count = try coordinator.count(fetch) - request.fetchOffset
+        var count = try coordinator.count(fetch, generation: try readGeneration()) - request.fetchOffset
         if request.fetchLimit > 0 { count = min(count, request.fetchLimit) }
         return max(0, count)
     }
@@ -94,7 +94,7 @@ extension ManagedObjectContext {
             fetch.fetchOffset = request.fetchOffset
             fetch.fetchLimit = request.fetchLimit
         }
-        let rows = try coordinator.fetchRows(fetch)
+        let rows = try coordinator.fetchRows(fetch, generation: try readGeneration())
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         for row in rows {

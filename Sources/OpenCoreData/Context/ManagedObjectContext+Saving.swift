@@ -58,6 +58,8 @@ extension ManagedObjectContext {
         }
 
         var changes = SaveChanges()
+        changes.transactionAuthor = transactionAuthor
+        changes.contextName = name
         for object in inserted {
             let values = (object.storage ?? []).map(remap)
             changes.inserted.append(RowSnapshot(objectID: mapping[object.objectID] ?? object.objectID, version: 1,
@@ -76,6 +78,7 @@ extension ManagedObjectContext {
         }
 
         try coordinator.save(changes)
+        advanceQueryGeneration()
 
         // The store has the changes: bring the context in step.
         for object in forgotten { unregister(object); object.insertedFlag = false }
@@ -215,6 +218,7 @@ extension ManagedObjectContext {
         eventDeleted = [:]
         eventRefreshed = [:]
         undoManager?.removeAllActions()
+        advanceQueryGeneration()
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
             NotificationKey.invalidatedObjects: invalidated,
             NotificationKey.invalidatedAllObjects: true,
@@ -243,7 +247,7 @@ extension ManagedObjectContext {
         }
         let local = object.changedIndexes()
         guard let coordinator = persistentStoreCoordinator, let storage = object.storage,
-              let row = (try? coordinator.store(for: object.objectID)?.row(for: object.objectID)) ?? nil else { return }
+              let row = (try? coordinator.storeRow(for: object.objectID, generation: readGeneration())) ?? nil else { return }
         var merged = row.values.map { value -> SnapshotValue in
             if case .toMany = value { return .toMany(nil) }
             return value

@@ -79,6 +79,8 @@ public final class ManagedObjectContext {
     /// Called synchronously at the end of each event, save, reset and rollback
     /// (ManagedObjectContext+Observers.swift).
     var synchronousObservers: [ObjectIdentifier: WeakChangeObserver] = [:]
+    /// Query generations (QueryGenerationToken.swift).
+    var queryGenerationState = QueryGenerationState.unpinned
 
     /// A context of the given concurrency type.
     public init(concurrencyType: ConcurrencyType) {
@@ -121,7 +123,7 @@ public final class ManagedObjectContext {
             throw CoreDataError(.managedObjectReferentialIntegrity, "No object with temporary ID \(id) is registered in this context",
                                 objectDescription: id.description)
         }
-        guard let coordinator = persistentStoreCoordinator, let row = try coordinator.row(for: id) else {
+        guard let coordinator = persistentStoreCoordinator, let row = try coordinator.row(for: id, generation: try readGeneration()) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "The object \(id) does not exist in the store",
                                 entityName: id.entityName, objectDescription: id.description)
         }
@@ -164,7 +166,7 @@ public final class ManagedObjectContext {
         object.objectID = id
         object.storage = nil
         register(object)
-        if let row, let coordinator = persistentStoreCoordinator {
+        if let row, let coordinator = persistentStoreCoordinator, sharesRowCache {
             coordinator.retainRow(row)
             object.rowCacheOwner = coordinator
         }
@@ -177,7 +179,7 @@ public final class ManagedObjectContext {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
-        guard let row = try coordinator.row(for: object.objectID) else {
+        guard let row = try coordinator.row(for: object.objectID, generation: try readGeneration()) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "CoreData could not fulfill a fault for \(object.objectID): the object no longer exists in the store",
                                 entityName: object.entity.name, objectDescription: object.objectID.description)
         }
@@ -195,7 +197,7 @@ public final class ManagedObjectContext {
         var committed = row
         committed.values = values
         object.committed = committed
-        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator {
+        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator, sharesRowCache {
             coordinator.retainRow(row)
             object.rowCacheOwner = coordinator
         }
