@@ -268,7 +268,9 @@ struct PersistentHistoryTests {
 
         try Support.insertBook(writer.context, title: "From elsewhere")
         try writer.context.save()
-        for _ in 0..<500 where received.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        // Wait for the poll (a generous deadline: the machine may be busy).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while received.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let first = try #require(received.withLock { $0.first })
         #expect(first.0?.standardizedFileURL == watcher.url.standardizedFileURL)
         #expect(first.1 == PersistentHistoryToken(storeIdentifier: watcher.store.identifier, transactionNumber: 1))
