@@ -123,6 +123,7 @@ extension ManagedObjectContext {
             deletedObjectIDs: Set(deleted.map(\.objectID)),
             contextName: name, transactionAuthor: transactionAuthor)
         publish(summary, inserted: Set(inserted), updated: Set(updated), deleted: Set(deleted))
+        notifySynchronousObservers(ObservedContextChange(kind: .didSave))
     }
 
     /// Transient properties are not stored: their slots are saved as nil.
@@ -195,6 +196,7 @@ extension ManagedObjectContext {
         eventUpdated = [:]
         eventDeleted = [:]
         undoManager?.removeAllActions()
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Forgets every registered object: they become invalid and the context is as
@@ -221,6 +223,7 @@ extension ManagedObjectContext {
             NotificationKey.invalidatedObjects: invalidated,
             NotificationKey.invalidatedAllObjects: true,
         ])
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Refreshes an object from the store (`refresh(_:mergeChanges:)`). Without

@@ -76,6 +76,9 @@ public final class ManagedObjectContext {
     var registrationsSinceSweep = 0
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
+    /// Called synchronously at the end of each event, save, reset and rollback
+    /// (ManagedObjectContext+Observers.swift).
+    var synchronousObservers: [ObjectIdentifier: WeakChangeObserver] = [:]
     /// Query generations (QueryGenerationToken.swift).
     var queryGenerationState = QueryGenerationState.unpinned
 
@@ -255,7 +258,8 @@ public final class ManagedObjectContext {
         }
         object.insertedFlag = false
         insertedObjectsByID[object.objectID] = nil
-        eventInserted[object.objectID] = nil
+        // Inserted in an earlier event: observers saw it arrive, now it leaves.
+        if eventInserted.removeValue(forKey: object.objectID) == nil { eventDeleted[object.objectID] = object }
         unregister(object)
         registerUndo { context in
             object.managedObjectContext = nil
@@ -281,7 +285,8 @@ public final class ManagedObjectContext {
         guard object.deletedFlag else { return }
         object.deletedFlag = false
         deletedObjectsByID[object.objectID] = nil
-        eventDeleted[object.objectID] = nil
+        // Deleted in an earlier event: observers saw it leave, now it is back.
+        if eventDeleted.removeValue(forKey: object.objectID) == nil { eventInserted[object.objectID] = object }
         pendingDeletes.removeAll { $0 === object }
         if !object.hasChanges && !retainsRegisteredObjects { strong[object.objectID] = nil }
         registerUndo { context in context.delete(object) }
@@ -308,7 +313,7 @@ public final class ManagedObjectContext {
     func willChange(_ object: ManagedObject) {
         if object.eventStart == nil { object.eventStart = object.storage }
         strong[object.objectID] = object
-        if !object.insertedFlag && !object.deletedFlag { eventUpdated[object.objectID] = object }
+        if !object.deletedFlag { eventUpdated[object.objectID] = object }
     }
 
     // MARK: Undo
