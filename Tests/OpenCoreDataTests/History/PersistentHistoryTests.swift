@@ -177,6 +177,73 @@ struct PersistentHistoryTests {
         #expect(try context.execute(PersistentHistoryChangeRequest.fetchHistory(after: all[4].token)).transactions?.map(\.transactionNumber) == [6])
     }
 
+    @Test("Changes name the object's own entity; relationship changes are in the bitmap")
+    func subentitiesAndRelationships() throws {
+        let model = try ManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string, preservesValueOnDeletion: true)
+                Relationship("owner", to: "Owner", inverse: "items")
+            }
+            Entity("Special", parent: "Item") {
+                Attribute("level", .integer16)
+            }
+            Entity("Owner") {
+                Relationship("items", to: "Item", inverse: "owner", toMany: true)
+            }
+        }
+        let stack = try Support.stack(model)
+        defer { SQLiteTestSupport.remove(stack.url) }
+        let special = ManagedObject(entity: try #require(model.entitiesByName["Special"]), insertInto: stack.context)
+        special.setValue("deep", forKey: "name")
+        let owner = ManagedObject(entity: try #require(model.entitiesByName["Owner"]), insertInto: stack.context)
+        try stack.context.save()
+        special.setValue(owner, forKey: "owner")
+        special.setValue(3, forKey: "level")
+        try stack.context.save()
+        stack.context.delete(special)
+        try stack.context.save()
+
+        let transactions = try #require(try stack.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions)
+        let update = try #require(transactions[1].changes?.first { $0.changedObjectID == special.objectID })
+        // Special's properties by name: level, name, owner.
+        #expect(update.updatedProperties?.map(\.name) == ["level", "owner"])
+        let delete = try #require(transactions[2].changes?.first { $0.changeType == .delete })
+        #expect(delete.changedObjectID.entityName == "Special")
+        #expect(delete.tombstone == ["name": .string("deep")])
+        try Support.raw(stack.url).read { (db: Database) throws -> Void in
+            let numbers = try Int.fetchAll(db, sql: "SELECT DISTINCT ZENTITY FROM ACHANGE WHERE ZENTITYPK = ? AND ZENTITY <> ?",
+                                           arguments: [special.objectID.primaryKey, stack.store.schema.entityNumber(forEntityNamed: "Owner")])
+            #expect(numbers == [stack.store.schema.entityNumber(forEntityNamed: "Special")])
+            #expect(try Data.fetchOne(db, sql: "SELECT ZCOLUMNS FROM ACHANGE WHERE ZCHANGETYPE = 1 AND ZENTITY = ?",
+                                      arguments: [stack.store.schema.entityNumber(forEntityNamed: "Special")]) == Data([0xA0]))
+        }
+    }
+
+    @Test("A read-only store reads the history it has; one without history tables says so")
+    func readOnly() throws {
+        let model = try Support.model()
+        let stack = try Support.stack(model)
+        defer { SQLiteTestSupport.remove(stack.url) }
+        try Support.insertBook(stack.context, title: "Kept")
+        try stack.context.save()
+        var options = Support.trackingOptions
+        options[SQLiteStore.Option.readOnly] = "1"
+        let reader = try Support.stack(model, url: stack.url, options: options)
+        #expect(try reader.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions?.count == 1)
+        #expect(throws: CoreDataError.self) {
+            try reader.context.execute(PersistentHistoryChangeRequest.deleteHistory(before: Date.distantFuture))
+        }
+
+        let plain = try Support.stack(model, url: stack.url.deletingLastPathComponent().appendingPathComponent("Plain.sqlite"), options: [:])
+        try Support.insertBook(plain.context, title: "Untracked")
+        try plain.context.save()
+        let plainReader = try Support.stack(model, url: plain.url, options: options)
+        let error = #expect(throws: CoreDataError.self) {
+            try plainReader.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?))
+        }
+        #expect(error?.message.contains("ATRANSACTION") == true)
+    }
+
     @Test("Tokens round-trip through Codable and order per store")
     func tokens() throws {
         let token = PersistentHistoryToken(storeIdentifier: "A", transactionNumber: 7)
