@@ -263,6 +263,38 @@ struct PersistentHistoryTests {
         #expect(!afterPurge.store.isReadOnly)
     }
 
+    @Test("Fetch requests narrow history by transaction or by change")
+    func predicates() throws {
+        let stack = try Support.stack(try Support.model())
+        defer { SQLiteTestSupport.remove(stack.url) }
+        let context = stack.context
+        context.transactionAuthor = "app"
+        let book = try Support.insertBook(context, title: "Tracked")
+        try context.save()
+        context.transactionAuthor = "sync"
+        try Support.insertBook(context, title: "Other")
+        try context.save()
+        book.setValue(7, forKey: "pages")
+        try context.save()
+
+        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)
+        request.fetchRequest = PersistentHistoryTransaction.fetchRequest(predicate: try CorePredicate(format: "author != %@", "app"))
+        let notApp = try #require(try context.execute(request).transactions)
+        #expect(notApp.map(\.transactionNumber) == [2, 3])
+        #expect(notApp.allSatisfy { $0.changes?.isEmpty == false })
+
+        request.fetchRequest = PersistentHistoryChange.fetchRequest(predicate: try CorePredicate(format: "changedObjectID == %@", book.objectID))
+        let ofBook = try #require(try context.execute(request).transactions)
+        #expect(ofBook.map(\.transactionNumber) == [1, 3])
+        #expect(ofBook.map { $0.changes?.map(\.changeType) ?? [] } == [[.insert], [.update]])
+
+        request.fetchRequest = PersistentHistoryChange.fetchRequest(predicate: try CorePredicate(format: "changeType == 1 AND transaction.author == 'sync'"))
+        request.resultType = .transactionsOnly
+        let updates = try #require(try context.execute(request).transactions)
+        #expect(updates.map(\.transactionNumber) == [3])
+        #expect(updates.first?.changes == nil)
+    }
+
     @Test("Tokens round-trip through Codable and order per store")
     func tokens() throws {
         let token = PersistentHistoryToken(storeIdentifier: "A", transactionNumber: 7)
