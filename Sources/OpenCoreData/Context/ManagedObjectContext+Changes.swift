@@ -69,6 +69,7 @@ extension ManagedObjectContext {
     /// last call (cascade deletes, nullified inverses), closes the undo group of the
     /// event, and posts ``objectsDidChangeNotification`` with what changed.
     public func processPendingChanges() {
+        assertOnQueue()
         guard !isProcessingChanges else { return }
         isProcessingChanges = true
         defer { isProcessingChanges = false }

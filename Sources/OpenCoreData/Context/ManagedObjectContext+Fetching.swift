@@ -41,6 +41,7 @@ extension ManagedObjectContext {
 
     /// The number of objects a request would return (`count(for:)`).
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        assertOnQueue()
         let entity = try resolveEntity(request)
         if request.includesPendingChanges && hasPendingChanges(for: entity) {
             let unlimited = FetchRequest<ManagedObject>(entity: entity)
@@ -77,6 +78,7 @@ extension ManagedObjectContext {
     }
 
     func fetchObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
+        assertOnQueue("fetch(_:)")
         let entity = try resolveEntity(request)
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")

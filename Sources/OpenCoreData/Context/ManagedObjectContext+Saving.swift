@@ -9,9 +9,10 @@ extension ManagedObjectContext {
     /// object, validates every inserted, updated and deleted object, and only then
     /// writes. If anything fails — validation (all failures gathered in one error,
     /// ``CoreDataError/Code/validationMultipleErrors`` when several), an optimistic
-    /// locking conflict (``CoreDataError/Code/managedObjectMerge``), the store — the
-    /// error is thrown and neither the store nor the context has changed: the
-    /// changes are still there to fix or roll back.
+    /// locking conflict (``CoreDataError/Code/managedObjectMerge``) the
+    /// ``mergePolicy`` does not resolve, the store — the error is thrown and
+    /// neither the store nor the context has changed: the changes are still there
+    /// to fix or roll back.
     ///
     /// ```swift
     /// do {
@@ -21,6 +22,12 @@ extension ManagedObjectContext {
     /// }
     /// ```
     public func save() throws {
+        assertOnQueue()
+        try saveResolvingConflicts()
+    }
+
+    /// One attempt at saving (``save()`` resolves conflicts and tries again).
+    func saveOnce() throws {
         processPendingChanges()
         guard hasChanges else { return }
         guard let coordinator = persistentStoreCoordinator else {
@@ -176,6 +183,7 @@ extension ManagedObjectContext {
     /// restored, updated ones get their saved values back; the undo stack is
     /// cleared.
     public func rollback() {
+        assertOnQueue()
         let changedObjects = Array(strong.values)
         for object in changedObjects {
             if object.insertedFlag {
@@ -202,6 +210,7 @@ extension ManagedObjectContext {
     /// Forgets every registered object: they become invalid and the context is as
     /// new (unsaved changes are lost). Clears the undo stack.
     public func reset() {
+        assertOnQueue()
         let invalidated = Set(registry.values.compactMap(\.object))
         for object in invalidated {
             object.managedObjectContext = nil
@@ -231,6 +240,7 @@ extension ManagedObjectContext {
     /// fault; with merging, it gets the latest stored values with its own unsaved
     /// changes applied on top.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
         eventRefreshed[object.objectID] = object
         if !mergeChanges || !object.hasChanges {

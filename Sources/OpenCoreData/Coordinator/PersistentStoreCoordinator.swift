@@ -34,6 +34,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The contexts that merge the saves made through this coordinator.
+    let mergeTargets = Mutex<[ObjectIdentifier: WeakContext]>([:])
 
     /// A coordinator for `model`. The model is validated and becomes immutable; an
     /// invalid model is a programming error reported here with every problem.
@@ -178,6 +180,16 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Replaces a cached row with a newer version read from the store (after an
+    /// optimistic locking conflict, or another coordinator's save).
+    func updateCachedRow(_ row: RowSnapshot) {
+        state.withLock { state in
+            guard var entry = state.rowCache[row.objectID], entry.row.version < row.version else { return }
+            entry.row = row
+            state.rowCache[row.objectID] = entry
+        }
+    }
+
     /// The number of rows in the row cache.
     public var rowCacheCount: Int { state.withLock { $0.rowCache.count } }
 
@@ -214,7 +226,8 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         state.withLock { state in
             for row in changes.updated {
-                guard var entry = state.rowCache[row.objectID] else { continue }
+                // Another save may have cached a newer version meanwhile.
+                guard var entry = state.rowCache[row.objectID], entry.row.version <= row.version else { continue }
                 entry.row = row
                 entry.row.version = row.version + 1
                 state.rowCache[row.objectID] = entry

@@ -66,6 +66,9 @@ public final class SQLiteStore: PersistentStore {
         var configuration = Configuration()
         configuration.readonly = isReadOnly
         configuration.label = "OpenCoreData.SQLiteStore"
+        // Another connection (another coordinator or process) may hold the write
+        // lock: wait for it (`NSPersistentStoreTimeoutOption`, seconds) instead of failing.
+        configuration.busyMode = .timeout(options["NSPersistentStoreTimeoutOption"].flatMap(TimeInterval.init) ?? 30)
         var pragmas: [(String, String)] = [("synchronous", "NORMAL")]
         for (key, value) in options where key.hasPrefix(Option.pragmaPrefix) {
             let name = String(key.dropFirst(Option.pragmaPrefix.count))
