@@ -8,20 +8,20 @@ extension ManagedObjectContext {
     /// object (with the parent's unsaved changes), or the coordinator's row.
     func sourceRow(for id: ObjectID) throws -> RowSnapshot? {
         if let parent { return try parent.performAndWait { () throws -> RowSnapshot? in try parent.rowForChild(id) } }
-        return try persistentStoreCoordinator?.row(for: id)
+        return try persistentStoreCoordinator?.row(for: id, generation: try readGeneration())
     }
 
     /// The row of `id` as stored now, bypassing caches (a child asks its parent).
     func freshRow(for id: ObjectID) throws -> RowSnapshot? {
         if parent != nil { return try sourceRow(for: id) }
-        return try persistentStoreCoordinator?.store(for: id)?.row(for: id)
+        return try persistentStoreCoordinator?.storeRow(for: id, generation: try readGeneration())
     }
 
     /// The rows a fetch matches in this context's source.
     func sourceRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
         if let parent { return try parent.performAndWait { () throws -> [RowSnapshot] in try parent.rowsForChild(fetch) } }
         guard let coordinator = persistentStoreCoordinator else { return [] }
-        return try coordinator.fetchRows(fetch)
+        return try coordinator.fetchRows(fetch, generation: try readGeneration())
     }
 
     /// The number of rows a fetch matches in this context's source.
@@ -34,7 +34,7 @@ extension ManagedObjectContext {
                 return try parent.count(for: request)
             }
         }
-        return try persistentStoreCoordinator?.count(fetch) ?? 0
+        return try persistentStoreCoordinator?.count(fetch, generation: try readGeneration()) ?? 0
     }
 
     /// The destinations of a to-many relationship in this context's source.
@@ -42,7 +42,7 @@ extension ManagedObjectContext {
         if let parent {
             return parent.performAndWait { parent.relatedIDsForChild(of: id, relationship: relationship) }
         }
-        return try persistentStoreCoordinator?.relatedObjectIDs(of: id, relationship: relationship) ?? []
+        return try relatedObjectIDs(of: id, relationship: relationship)
     }
 
     // MARK: A parent serving its children (on the parent's queue)

@@ -66,6 +66,8 @@ extension ManagedObjectContext {
         }
 
         var changes = SaveChanges()
+        changes.transactionAuthor = transactionAuthor
+        changes.contextName = name
         for object in inserted {
             let values = (object.storage ?? []).map(remap)
             changes.inserted.append(RowSnapshot(objectID: mapping[object.objectID] ?? object.objectID, version: 1,
@@ -89,6 +91,7 @@ extension ManagedObjectContext {
             try coordinator.save(changes)
             if hasChildren.load(ordering: .relaxed) { savedTemporaryIDs.merge(mapping) { _, new in new } }
         }
+        advanceQueryGeneration()
 
         // The store has the changes: bring the context in step.
         for object in forgotten { unregister(object); object.insertedFlag = false }
@@ -135,6 +138,7 @@ extension ManagedObjectContext {
             deletedObjectIDs: Set(deleted.map(\.objectID)),
             contextName: name, transactionAuthor: transactionAuthor)
         publish(summary, inserted: Set(inserted), updated: Set(updated), deleted: Set(deleted))
+        notifySynchronousObservers(ObservedContextChange(kind: .didSave))
     }
 
     /// Transient properties are not stored: their slots are saved as nil.
@@ -208,6 +212,7 @@ extension ManagedObjectContext {
         eventUpdated = [:]
         eventDeleted = [:]
         undoManager?.removeAllActions()
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Forgets every registered object: they become invalid and the context is as
@@ -230,10 +235,12 @@ extension ManagedObjectContext {
         eventDeleted = [:]
         eventRefreshed = [:]
         undoManager?.removeAllActions()
+        advanceQueryGeneration()
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
             NotificationKey.invalidatedObjects: invalidated,
             NotificationKey.invalidatedAllObjects: true,
         ])
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Refreshes an object from the store (`refresh(_:mergeChanges:)`). Without

@@ -117,6 +117,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var registrationsSinceSweep = 0
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
+    /// Called synchronously at the end of each event, save, reset and rollback
+    /// (ManagedObjectContext+Observers.swift).
+    var synchronousObservers: [ObjectIdentifier: WeakChangeObserver] = [:]
+    /// Query generations (QueryGenerationToken.swift).
+    var queryGenerationState = QueryGenerationState.unpinned
 
     /// A context of the given concurrency type.
     public init(concurrencyType: ConcurrencyType) {
@@ -205,7 +210,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         object.objectID = id
         object.storage = nil
         register(object)
-        if let row, parent == nil, let coordinator = persistentStoreCoordinator {
+        if let row, let coordinator = persistentStoreCoordinator, sharesRowCache {
             coordinator.retainRow(row)
             object.rowCacheOwner = coordinator
         }
@@ -236,7 +241,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         var committed = row
         committed.values = values
         object.committed = committed
-        if object.rowCacheOwner == nil, parent == nil, let coordinator = persistentStoreCoordinator {
+        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator, sharesRowCache {
             coordinator.retainRow(row)
             object.rowCacheOwner = coordinator
         }
@@ -298,7 +303,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
         }
         object.insertedFlag = false
         insertedObjectsByID[object.objectID] = nil
-        eventInserted[object.objectID] = nil
+        // Inserted in an earlier event: observers saw it arrive, now it leaves.
+        if eventInserted.removeValue(forKey: object.objectID) == nil { eventDeleted[object.objectID] = object }
         unregister(object)
         registerUndo { context in
             object.managedObjectContext = nil
@@ -325,7 +331,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
         guard object.deletedFlag else { return }
         object.deletedFlag = false
         deletedObjectsByID[object.objectID] = nil
-        eventDeleted[object.objectID] = nil
+        // Deleted in an earlier event: observers saw it leave, now it is back.
+        if eventDeleted.removeValue(forKey: object.objectID) == nil { eventInserted[object.objectID] = object }
         pendingDeletes.removeAll { $0 === object }
         if !object.hasChanges && !retainsRegisteredObjects { strong[object.objectID] = nil }
         registerUndo { context in context.delete(object) }
@@ -352,7 +359,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     func willChange(_ object: ManagedObject) {
         if object.eventStart == nil { object.eventStart = object.storage }
         strong[object.objectID] = object
-        if !object.insertedFlag && !object.deletedFlag { eventUpdated[object.objectID] = object }
+        if !object.deletedFlag { eventUpdated[object.objectID] = object }
     }
 
     // MARK: Undo

@@ -81,6 +81,7 @@ public final class PersistentStoreCoordinator: Sendable {
             throw CoreDataError(.persistentStoreInvalidType, "Unknown store type '\(type.rawValue)'")
         }
         add(store)
+        if let sqlite = store as? SQLiteStore { sqlite.remoteChanges?.start(store: sqlite, coordinator: self) }
         return store
     }
 
@@ -91,6 +92,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Removes a store; its objects can no longer be fetched or saved.
     public func remove(_ store: any PersistentStore) {
+        (store as? SQLiteStore)?.remoteChanges?.stop()
         state.withLock { state in
             state.stores.removeAll { $0 === store }
             state.rowCache = state.rowCache.filter { $0.key.storeIdentifier != store.identifier }
@@ -206,13 +208,16 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Applies the changes of one save to the stores, then refreshes the row cache.
     func save(_ changes: SaveChanges) throws {
         var byStore: [String: SaveChanges] = [:]
+        var empty = SaveChanges()
+        empty.transactionAuthor = changes.transactionAuthor
+        empty.contextName = changes.contextName
         func key(_ id: ObjectID) -> String { id.storeIdentifier ?? "" }
-        for row in changes.inserted { byStore[key(row.objectID), default: SaveChanges()].inserted.append(row) }
+        for row in changes.inserted { byStore[key(row.objectID), default: empty].inserted.append(row) }
         for row in changes.updated {
-            byStore[key(row.objectID), default: SaveChanges()].updated.append(row)
+            byStore[key(row.objectID), default: empty].updated.append(row)
             byStore[key(row.objectID)]?.changedProperties[row.objectID] = changes.changedProperties[row.objectID]
         }
-        for entry in changes.deleted { byStore[key(entry.0), default: SaveChanges()].deleted.append(entry) }
+        for entry in changes.deleted { byStore[key(entry.0), default: empty].deleted.append(entry) }
         for (identifier, storeChanges) in byStore.sorted(by: { $0.key < $1.key }) {
             guard let store = persistentStore(withIdentifier: identifier) else {
                 throw CoreDataError(.persistentStoreSave, "No persistent store with identifier '\(identifier)'")

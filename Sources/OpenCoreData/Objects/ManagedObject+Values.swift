@@ -138,8 +138,7 @@ extension ManagedObject {
             case .toMany(let ids):
                 var loaded = ids ?? []
                 if ids == nil, let relationship = entity.allProperties[index] as? RelationshipDescription {
-                    loaded = (try? managedObjectContext?.persistentStoreCoordinator?.relatedObjectIDs(
-                        of: objectID, relationship: relationship)) ?? []
+                    loaded = (try? managedObjectContext?.relatedObjectIDs(of: objectID, relationship: relationship)) ?? []
                 }
                 result[name] = Set(loaded)
             }
