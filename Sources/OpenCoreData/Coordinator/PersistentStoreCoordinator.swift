@@ -176,6 +176,22 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Empties the row cache: after a batch request changed rows behind every
+    /// context's back, faults fire from the stores again.
+    func forgetCachedRows() {
+        state.withLock { $0.rowCache.removeAll() }
+    }
+
+    /// Replaces a cached row with a newer version of it (a refetch that refreshes
+    /// objects).
+    func updateCachedRow(_ row: RowSnapshot) {
+        state.withLock { state in
+            guard var entry = state.rowCache[row.objectID], row.version >= entry.row.version else { return }
+            entry.row = row
+            state.rowCache[row.objectID] = entry
+        }
+    }
+
     /// The number of rows in the row cache.
     public var rowCacheCount: Int { state.withLock { $0.rowCache.count } }
 
