@@ -33,6 +33,11 @@ public enum StoreBatchRequest: Sendable {
 extension PersistentStore {
     /// Runs a batch request over the store's rows in one save.
     public func execute(_ request: StoreBatchRequest) throws -> [ObjectID] {
+        try executeOverRows(request)
+    }
+
+    /// The default batch execution: rows fetched, changed and saved at once.
+    public func executeOverRows(_ request: StoreBatchRequest) throws -> [ObjectID] {
         switch request {
         case let .insert(entity, values):
             let ids = try newObjectIDs(for: entity, count: values.count)
@@ -121,6 +126,11 @@ enum StoreBatchExecution {
             let entity = row.objectID.entity
             for property in entity.allProperties {
                 guard let relationship = property as? RelationshipDescription else { continue }
+                switch relationship.deleteRule {
+                case .noAction: continue
+                case .nullify where relationship.inverseRelationship?.isToMany != false: continue
+                default: break
+                }
                 let destinations: [ObjectID]
                 if relationship.isToMany {
                     if case .toMany(let ids?)? = row.value(named: relationship.name) {

@@ -99,6 +99,11 @@ struct BatchRequestTests {
         #expect(throws: CoreDataError.self) { try stack.context.execute(bad) }
         bad.propertiesToUpdate = ["rating": "x"]
         #expect(throws: CoreDataError.self) { try stack.context.execute(bad) }
+        // Computed values out of the attribute's type fail, with nothing changed.
+        bad.propertiesToUpdate = ["rating": try CoreExpression(format: "rating + 40000")]
+        #expect(throws: CoreDataError.self) { try stack.context.execute(bad) }
+        bad.propertiesToUpdate = ["rating": try CoreExpression(format: "rating + 0.5")]
+        #expect(throws: CoreDataError.self) { try stack.context.execute(bad) }
         #expect(try ratings(stack.context).allSatisfy { $0 == 0 })
     }
 
@@ -145,17 +150,26 @@ struct BatchRequestTests {
         #expect(try stack.context.count(for: FetchRequest<ManagedObject>(entityName: "Continent")) == 1)
         #expect(try stack.context.count(for: FetchRequest<ManagedObject>(entityName: "Country")) == seed.countryCodes.count)
 
-        // Tag.ordered nullifies its destinations' orderedBy.
+        // Tag.ordered nullifies its destinations' orderedBy: by IDs (over rows),
+        // then by predicate (in SQL on the SQLite store).
         let parent = objects.tags[0]
-        parent.setValue([objects.tags[1], objects.tags[2]], forKey: "ordered")
+        let middle = objects.tags[1]
+        parent.setValue([middle], forKey: "ordered")
+        middle.setValue([objects.tags[2]], forKey: "ordered")
         try stack.context.save()
         let delete = BatchDeleteRequest(objectIDs: [parent.objectID])
         try stack.context.execute(delete)
         let other = stack.newContext()
-        for child in objects.tags[1...] {
-            let fresh = try other.existingObject(with: child.objectID)
-            #expect(fresh.value(forKey: "orderedBy") == nil)
-        }
+        #expect(try other.existingObject(with: middle.objectID).value(forKey: "orderedBy") == nil)
+        #expect(try other.existingObject(with: objects.tags[2].objectID).value(forKey: "orderedBy") != nil)
         #expect(throws: CoreDataError.self) { try other.existingObject(with: parent.objectID) }
+        let byName = BatchDeleteRequest(entityName: "Tag", predicate: try CorePredicate(format: "name == %@", seed.tagNames[1]))
+        byName.resultType = .objectIDs
+        #expect(try stack.context.execute(byName).objectIDs == [middle.objectID])
+        let third = stack.newContext()
+        #expect(try third.existingObject(with: objects.tags[2].objectID).value(forKey: "orderedBy") == nil)
+        let tagged = FetchRequest<Mood>(entityName: "Mood")
+        tagged.predicate = try CorePredicate(format: "tags.@count > 0")
+        #expect(try third.count(for: tagged) == seed.moods.filter { !$0.tags.filter { $0 != 0 && $0 != 1 }.isEmpty }.count)
     }
 }
