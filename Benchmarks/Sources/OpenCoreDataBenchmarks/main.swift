@@ -177,6 +177,7 @@ do {
     case "version": print(try sqliteVersion())
     case "prepare": try prepare(options)
     case "run": try run(options)
+    case "frc": try FetchedResultsWorkload.run(count: options.count, runs: options.runs, dir: options.dir)
     default: throw BenchmarkError("unknown command \(options.command)")
     }
 } catch {

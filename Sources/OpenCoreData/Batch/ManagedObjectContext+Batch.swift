@@ -6,6 +6,7 @@ extension ManagedObjectContext {
     /// any context. Merge the returned IDs into live contexts if they need them.
     @discardableResult
     public func execute(_ request: BatchInsertRequest) throws -> PersistentStoreResult {
+        assertOnQueue()
         let entity = try batchEntity(request.entityName)
         var rows: [[Int: AttributeValue]] = []
         func add(_ values: [String: Any]) throws {
@@ -53,6 +54,7 @@ extension ManagedObjectContext {
     /// ``mergeChanges(fromRemoteContextSave:into:)``).
     @discardableResult
     public func execute(_ request: BatchUpdateRequest) throws -> PersistentStoreResult {
+        assertOnQueue()
         let entity = try batchEntity(request.entityName)
         var values: [Int: CoreExpression] = [:]
         for (key, value) in request.propertiesToUpdate ?? [:] {
@@ -80,6 +82,7 @@ extension ManagedObjectContext {
     /// ``mergeChanges(fromRemoteContextSave:into:)``.
     @discardableResult
     public func execute(_ request: BatchDeleteRequest) throws -> PersistentStoreResult {
+        assertOnQueue()
         if let ids = request.objectIDs {
             guard let first = ids.first else { return PersistentStoreResult(request.resultType, []) }
             if let other = ids.first(where: { $0.entity.rootEntity !== first.entity.rootEntity }) {
@@ -149,10 +152,12 @@ public enum RemoteChangeKey {
 extension ManagedObjectContext {
     /// Merges changes made behind the contexts' back (a batch request, another
     /// coordinator, another process) into live contexts
-    /// (`mergeChanges(fromRemoteContextSave:into:)`): registered objects that were
-    /// updated are refreshed (their unsaved changes kept on top), deleted ones are
-    /// removed from the context; observers see both in the next
-    /// ``objectsDidChangeNotification``.
+    /// (`mergeChanges(fromRemoteContextSave:into:)`), on each context's queue,
+    /// exactly as ``mergeChanges(from:)`` merges another context's save:
+    /// registered objects that were updated are refreshed (their unsaved changes
+    /// kept on top), deleted ones are removed from the context and from the
+    /// relationships of the others, inserted ones are announced; observers see all
+    /// of it in the next ``objectsDidChangeNotification``.
     ///
     /// ```swift
     /// let result = try context.execute(deleteRequest)   // resultType = .objectIDs
@@ -161,33 +166,17 @@ extension ManagedObjectContext {
     ///     into: [context, otherContext])
     /// ```
     public static func mergeChanges(fromRemoteContextSave changes: [String: [ObjectID]], into contexts: [ManagedObjectContext]) {
-        let updated = (changes[RemoteChangeKey.updated] ?? []) + (changes[RemoteChangeKey.updatedObjectIDs] ?? [])
-        let deleted = (changes[RemoteChangeKey.deleted] ?? []) + (changes[RemoteChangeKey.deletedObjectIDs] ?? [])
+        func ids(_ key: String, _ idsKey: String) -> Set<ObjectID> {
+            Set((changes[key] ?? []) + (changes[idsKey] ?? []))
+        }
+        // The same merge as a save of another context, given by IDs.
+        let summary = ContextSaveSummary(insertedObjectIDs: ids(RemoteChangeKey.inserted, RemoteChangeKey.insertedObjectIDs),
+                                         updatedObjectIDs: ids(RemoteChangeKey.updated, RemoteChangeKey.updatedObjectIDs),
+                                         deletedObjectIDs: ids(RemoteChangeKey.deleted, RemoteChangeKey.deletedObjectIDs))
         for context in contexts {
+            // The rows changed behind the row cache's back: faults read them anew.
             context.persistentStoreCoordinator?.forgetCachedRows()
-            context.mergeRemoteChanges(updated: updated, deleted: deleted)
+            context.performAndWait { context.mergeChanges(from: summary) }
         }
-    }
-
-    /// Turns IDs changed elsewhere into refreshes and removals in this context.
-    func mergeRemoteChanges(updated: [ObjectID], deleted: [ObjectID]) {
-        for id in updated {
-            guard let object = registry[id]?.object else { continue }
-            refresh(object, mergeChanges: true)
-            eventRefreshed[id] = object
-        }
-        for id in deleted {
-            guard let object = registry[id]?.object else { continue }
-            if !object.isFault { object.willTurnIntoFault() }
-            object.deletedFlag = false
-            pendingDeletes.removeAll { $0 === object }
-            unregister(object)
-            object.storage = nil
-            object.committed = nil
-            eventDeleted[id] = object
-            eventUpdated[id] = nil
-            eventRefreshed[id] = nil
-        }
-        processPendingChanges()
     }
 }

@@ -44,6 +44,7 @@ extension ManagedObjectContext {
 
     /// The number of objects a request would return (`count(for:)`).
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        assertOnQueue()
         let entity = try resolveEntity(request)
         if request.resultType == .dictionary { return try fetchDictionaries(request).count }
         if request.includesPendingChanges && hasPendingChanges(for: entity) {
@@ -58,7 +59,7 @@ extension ManagedObjectContext {
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
-        var count = try coordinator.count(fetch) - request.fetchOffset
+        var count = try coordinator.count(fetch, generation: try readGeneration()) - request.fetchOffset
         if request.fetchLimit > 0 { count = min(count, request.fetchLimit) }
         return max(0, count)
     }
@@ -81,6 +82,7 @@ extension ManagedObjectContext {
     }
 
     func fetchObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
+        assertOnQueue("fetch(_:)")
         let entity = try resolveEntity(request)
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
@@ -99,7 +101,7 @@ extension ManagedObjectContext {
             fetch.fetchOffset = request.fetchOffset
             fetch.fetchLimit = request.fetchLimit
         }
-        let rows = try coordinator.fetchRows(fetch)
+        let rows = try coordinator.fetchRows(fetch, generation: try readGeneration())
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         for row in rows {

@@ -9,9 +9,10 @@ extension ManagedObjectContext {
     /// object, validates every inserted, updated and deleted object, and only then
     /// writes. If anything fails — validation (all failures gathered in one error,
     /// ``CoreDataError/Code/validationMultipleErrors`` when several), an optimistic
-    /// locking conflict (``CoreDataError/Code/managedObjectMerge``), the store — the
-    /// error is thrown and neither the store nor the context has changed: the
-    /// changes are still there to fix or roll back.
+    /// locking conflict (``CoreDataError/Code/managedObjectMerge``) the
+    /// ``mergePolicy`` does not resolve, the store — the error is thrown and
+    /// neither the store nor the context has changed: the changes are still there
+    /// to fix or roll back.
     ///
     /// ```swift
     /// do {
@@ -21,6 +22,12 @@ extension ManagedObjectContext {
     /// }
     /// ```
     public func save() throws {
+        assertOnQueue()
+        try saveResolvingConflicts()
+    }
+
+    /// One attempt at saving (``save()`` resolves conflicts and tries again).
+    func saveOnce() throws {
         processPendingChanges()
         guard hasChanges else { return }
         guard let coordinator = persistentStoreCoordinator else {
@@ -58,6 +65,8 @@ extension ManagedObjectContext {
         }
 
         var changes = SaveChanges()
+        changes.transactionAuthor = transactionAuthor
+        changes.contextName = name
         for object in inserted {
             let values = (object.storage ?? []).map(remap)
             changes.inserted.append(RowSnapshot(objectID: mapping[object.objectID] ?? object.objectID, version: 1,
@@ -76,6 +85,7 @@ extension ManagedObjectContext {
         }
 
         try coordinator.save(changes)
+        advanceQueryGeneration()
 
         // The store has the changes: bring the context in step.
         for object in forgotten { unregister(object); object.insertedFlag = false }
@@ -120,6 +130,7 @@ extension ManagedObjectContext {
             deletedObjectIDs: Set(deleted.map(\.objectID)),
             contextName: name, transactionAuthor: transactionAuthor)
         publish(summary, inserted: Set(inserted), updated: Set(updated), deleted: Set(deleted))
+        notifySynchronousObservers(ObservedContextChange(kind: .didSave))
     }
 
     /// Transient properties are not stored: their slots are saved as nil.
@@ -172,6 +183,7 @@ extension ManagedObjectContext {
     /// restored, updated ones get their saved values back; the undo stack is
     /// cleared.
     public func rollback() {
+        assertOnQueue()
         let changedObjects = Array(strong.values)
         for object in changedObjects {
             if object.insertedFlag {
@@ -192,11 +204,13 @@ extension ManagedObjectContext {
         eventUpdated = [:]
         eventDeleted = [:]
         undoManager?.removeAllActions()
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Forgets every registered object: they become invalid and the context is as
     /// new (unsaved changes are lost). Clears the undo stack.
     public func reset() {
+        assertOnQueue()
         let invalidated = Set(registry.values.compactMap(\.object))
         for object in invalidated {
             object.managedObjectContext = nil
@@ -213,10 +227,12 @@ extension ManagedObjectContext {
         eventDeleted = [:]
         eventRefreshed = [:]
         undoManager?.removeAllActions()
+        advanceQueryGeneration()
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
             NotificationKey.invalidatedObjects: invalidated,
             NotificationKey.invalidatedAllObjects: true,
         ])
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Refreshes an object from the store (`refresh(_:mergeChanges:)`). Without
@@ -224,6 +240,7 @@ extension ManagedObjectContext {
     /// fault; with merging, it gets the latest stored values with its own unsaved
     /// changes applied on top.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
         eventRefreshed[object.objectID] = object
         if !mergeChanges || !object.hasChanges {
@@ -240,7 +257,7 @@ extension ManagedObjectContext {
         }
         let local = object.changedIndexes()
         guard let coordinator = persistentStoreCoordinator, let storage = object.storage,
-              let row = (try? coordinator.store(for: object.objectID)?.row(for: object.objectID)) ?? nil else { return }
+              let row = (try? coordinator.storeRow(for: object.objectID, generation: readGeneration())) ?? nil else { return }
         var merged = row.values.map { value -> SnapshotValue in
             if case .toMany = value { return .toMany(nil) }
             return value

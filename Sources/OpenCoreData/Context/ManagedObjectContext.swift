@@ -19,11 +19,17 @@ import OpenCoreDataPredicates
 /// let moods = try context.fetch(request)
 /// ```
 ///
-/// A context and its objects belong to one queue and are not `Sendable`; other
-/// contexts receive object IDs. Objects nobody holds and that have no unsaved
-/// changes are released (registration is weak), unless
-/// ``retainsRegisteredObjects`` is set.
-public final class ManagedObjectContext {
+/// A context and its objects belong to one queue (see ``perform(_:)`` and
+/// <doc:contexts-and-concurrency>); objects are not `Sendable`, other contexts
+/// receive object IDs. Objects nobody holds and that have no unsaved changes are
+/// released (registration is weak), unless ``retainsRegisteredObjects`` is set.
+///
+/// `@unchecked Sendable`, as Core Data's `NSManagedObjectContext` is: the context
+/// may be handed to any task or thread, but its state is only touched on its own
+/// queue (``perform(_:)``, ``performAndWait(_:)``, or the main queue for a
+/// main-queue context). The concurrency debug mode checks that at every entry
+/// point.
+public final class ManagedObjectContext: @unchecked Sendable {
     /// How a context is confined.
     public enum ConcurrencyType: Sendable {
         /// The main queue.
@@ -35,11 +41,24 @@ public final class ManagedObjectContext {
     /// The context's concurrency type.
     public let concurrencyType: ConcurrencyType
     /// The coordinator the context reads from and saves to.
-    public var persistentStoreCoordinator: PersistentStoreCoordinator?
+    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+        didSet { updateMergeRegistration(previous: oldValue) }
+    }
+    /// The queue the context and its objects belong to.
+    let contextQueue: ContextQueue
     /// A name for the context, recorded in persistent history and logs.
     public var name: String?
     /// The author recorded with this context's saves in persistent history.
     public var transactionAuthor: String?
+    /// Whether the context merges, on its queue, the saves of the other contexts
+    /// of its coordinator (`automaticallyMergesChangesFromParent`); see
+    /// ``mergeChanges(from:)``.
+    public var automaticallyMergesChangesFromParent = false {
+        didSet { updateMergeRegistration(previous: persistentStoreCoordinator) }
+    }
+    /// How a save resolves conflicts with changes saved meanwhile by others
+    /// (``MergePolicy/error`` by default: the save fails).
+    public var mergePolicy: MergePolicy = .error
     /// The context's undo manager (nil: changes are not undoable).
     public var undoManager: CoreUndoManager?
     /// Whether the context keeps strong references to every registered object.
@@ -76,10 +95,16 @@ public final class ManagedObjectContext {
     var registrationsSinceSweep = 0
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
+    /// Called synchronously at the end of each event, save, reset and rollback
+    /// (ManagedObjectContext+Observers.swift).
+    var synchronousObservers: [ObjectIdentifier: WeakChangeObserver] = [:]
+    /// Query generations (QueryGenerationToken.swift).
+    var queryGenerationState = QueryGenerationState.unpinned
 
     /// A context of the given concurrency type.
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
+        self.contextQueue = ContextQueue(main: concurrencyType == .mainQueue, label: "OpenCoreData.ManagedObjectContext")
     }
 
     deinit {
@@ -103,6 +128,7 @@ public final class ManagedObjectContext {
     /// `object(with:)`). The fault fires when a value is read; if the store has no
     /// such object, the values read are nil.
     public func object(with id: ObjectID) -> ManagedObject {
+        assertOnQueue()
         if let object = registry[id]?.object { return object }
         return makeFault(id, row: nil)
     }
@@ -110,6 +136,7 @@ public final class ManagedObjectContext {
     /// The object with `id`, loaded from the store, or an error when it does not
     /// exist (Core Data's `existingObject(with:)`).
     public func existingObject(with id: ObjectID) throws -> ManagedObject {
+        assertOnQueue()
         if let object = registry[id]?.object {
             if object.isFault { try fulfill(object) }
             if object.isDeleted || object.storage != nil { return object }
@@ -118,7 +145,7 @@ public final class ManagedObjectContext {
             throw CoreDataError(.managedObjectReferentialIntegrity, "No object with temporary ID \(id) is registered in this context",
                                 objectDescription: id.description)
         }
-        guard let coordinator = persistentStoreCoordinator, let row = try coordinator.row(for: id) else {
+        guard let coordinator = persistentStoreCoordinator, let row = try coordinator.row(for: id, generation: try readGeneration()) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "The object \(id) does not exist in the store",
                                 entityName: id.entityName, objectDescription: id.description)
         }
@@ -161,7 +188,7 @@ public final class ManagedObjectContext {
         object.objectID = id
         object.storage = nil
         register(object)
-        if let row, let coordinator = persistentStoreCoordinator {
+        if let row, let coordinator = persistentStoreCoordinator, sharesRowCache {
             coordinator.retainRow(row)
             object.rowCacheOwner = coordinator
         }
@@ -174,7 +201,7 @@ public final class ManagedObjectContext {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
-        guard let row = try coordinator.row(for: object.objectID) else {
+        guard let row = try coordinator.row(for: object.objectID, generation: try readGeneration()) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "CoreData could not fulfill a fault for \(object.objectID): the object no longer exists in the store",
                                 entityName: object.entity.name, objectDescription: object.objectID.description)
         }
@@ -192,7 +219,7 @@ public final class ManagedObjectContext {
         var committed = row
         committed.values = values
         object.committed = committed
-        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator {
+        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator, sharesRowCache {
             coordinator.retainRow(row)
             object.rowCacheOwner = coordinator
         }
@@ -216,6 +243,7 @@ public final class ManagedObjectContext {
     /// Inserts a new object (one created with `insertInto: nil`), or re-inserts a
     /// deleted one. Calls `awakeFromInsert()` on first insertion.
     public func insert(_ object: ManagedObject) {
+        assertOnQueue()
         if object.deletedFlag, object.managedObjectContext === self {
             undelete(object)
             return
@@ -253,7 +281,8 @@ public final class ManagedObjectContext {
         }
         object.insertedFlag = false
         insertedObjectsByID[object.objectID] = nil
-        eventInserted[object.objectID] = nil
+        // Inserted in an earlier event: observers saw it arrive, now it leaves.
+        if eventInserted.removeValue(forKey: object.objectID) == nil { eventDeleted[object.objectID] = object }
         unregister(object)
         registerUndo { context in
             object.managedObjectContext = nil
@@ -265,6 +294,7 @@ public final class ManagedObjectContext {
     /// of the event (``processPendingChanges()``). Deleting a new, unsaved object
     /// simply forgets it.
     public func delete(_ object: ManagedObject) {
+        assertOnQueue()
         guard object.managedObjectContext === self, !object.deletedFlag else { return }
         fireFault(object)
         object.deletedFlag = true
@@ -279,7 +309,8 @@ public final class ManagedObjectContext {
         guard object.deletedFlag else { return }
         object.deletedFlag = false
         deletedObjectsByID[object.objectID] = nil
-        eventDeleted[object.objectID] = nil
+        // Deleted in an earlier event: observers saw it leave, now it is back.
+        if eventDeleted.removeValue(forKey: object.objectID) == nil { eventInserted[object.objectID] = object }
         pendingDeletes.removeAll { $0 === object }
         if !object.hasChanges && !retainsRegisteredObjects { strong[object.objectID] = nil }
         registerUndo { context in context.delete(object) }
@@ -306,7 +337,7 @@ public final class ManagedObjectContext {
     func willChange(_ object: ManagedObject) {
         if object.eventStart == nil { object.eventStart = object.storage }
         strong[object.objectID] = object
-        if !object.insertedFlag && !object.deletedFlag { eventUpdated[object.objectID] = object }
+        if !object.deletedFlag { eventUpdated[object.objectID] = object }
     }
 
     // MARK: Undo

@@ -74,6 +74,7 @@ extension ManagedObjectContext {
     /// completion and returns the result.
     @discardableResult
     public func execute<Result>(_ request: AsynchronousFetchRequest<Result>) throws -> AsynchronousFetchResult<Result> {
+        assertOnQueue()
         let progress = Progress(totalUnitCount: Int64(max(request.estimatedResultCount, 0)))
         let result = AsynchronousFetchResult(fetchRequest: request, progress: progress)
         defer { request.completionBlock?(result) }

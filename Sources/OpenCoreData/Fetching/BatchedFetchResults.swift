@@ -79,6 +79,7 @@ extension ManagedObjectContext {
     /// Throws when `Result` is not the class of the entity's objects, as
     /// ``fetch(_:)`` does.
     public func fetchInBatches<Result>(_ request: FetchRequest<Result>) throws -> BatchedFetchResults<Result> {
+        assertOnQueue()
         if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
         let entity = try resolveEntity(request)
         let expected = ManagedObjectClasses.type(for: entity)

@@ -134,6 +134,10 @@ public struct SaveChanges: Sendable {
     public var changedProperties: [ObjectID: [Int]] = [:]
     /// Deleted objects with the version they were read at (0: not checked).
     public var deleted: [(ObjectID, Int64)] = []
+    /// The saving context's `transactionAuthor`, for persistent history.
+    public var transactionAuthor: String?
+    /// The saving context's `name`, for persistent history.
+    public var contextName: String?
 
     public init() {}
 }
