@@ -96,7 +96,9 @@ extension ManagedObjectContext {
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
         fetch.sortDescriptors = request.sortDescriptors
-        fetch.includesPropertyValues = request.includesPropertyValues && request.resultType == .managedObject
+        // IDs only when nothing here reads the values (merging sorts and filters
+        // objects, which reads them).
+        fetch.includesPropertyValues = merging || (request.includesPropertyValues && request.resultType == .managedObject)
         if !merging {
             fetch.fetchOffset = request.fetchOffset
             fetch.fetchLimit = request.fetchLimit

@@ -8,12 +8,16 @@ extension SQLiteStore {
     /// are only nullify and no-action is a few `DELETE`/`UPDATE` statements over the
     /// matching keys. Inserts, cascade or deny deletes, and updates whose values
     /// SQL cannot compute exactly as the evaluator does run over rows
-    /// (``PersistentStore/executeOverRows(_:)``), still in one transaction.
+    /// (``PersistentStore/executeOverRows(_:)``), still in one transaction; so do
+    /// all batch requests on a store with persistent history tracking, so that
+    /// their changes are recorded in the history like any save's.
     public func execute(_ request: StoreBatchRequest) throws -> [ObjectID] {
         if isReadOnly {
             throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url)
         }
-        switch request {
+        // With persistent history tracking, batch changes are recorded like any
+        // save: they go through save(_:).
+        switch history == nil ? request : nil {
         case let .update(fetch, values):
             if let ids = try sqlUpdate(fetch, values) { return ids }
         case .delete(let fetch):
