@@ -15,7 +15,7 @@ extension ManagedObjectContext {
             return ids.map { self.object(with: $0) }
         case .toMany(nil):
             guard let relationship = object.entity.allProperties[index] as? RelationshipDescription else { return [] }
-            let ids = (try? persistentStoreCoordinator?.relatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
+            let ids = (try? sourceRelatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
             object.storage?[index] = .toMany(ids)
             if var committed = object.committed, index < committed.values.count {
                 committed.values[index] = .toMany(ids)
@@ -69,6 +69,7 @@ extension ManagedObjectContext {
     /// last call (cascade deletes, nullified inverses), closes the undo group of the
     /// event, and posts ``objectsDidChangeNotification`` with what changed.
     public func processPendingChanges() {
+        assertOnQueue()
         guard !isProcessingChanges else { return }
         isProcessingChanges = true
         defer { isProcessingChanges = false }

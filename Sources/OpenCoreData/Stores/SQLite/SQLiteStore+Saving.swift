@@ -12,12 +12,15 @@ extension SQLiteStore {
         }
         try write("saving") { db in
             try checkVersions(changes, db)
+            let tombstones = try history?.tombstones(of: changes.deleted, schema: schema, db) ?? [:]
             for row in changes.inserted { try insert(row, db) }
             for row in changes.updated { try update(row, changed: changes.changedProperties[row.objectID], db) }
             for (id, _) in changes.deleted { try delete(id, db) }
             for row in changes.inserted { try writeToMany(row, changed: nil, db) }
             for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], db) }
+            try history?.record(changes, tombstones: tombstones, schema: schema, db)
         }
+        remoteChanges?.storeDidSave(self)
     }
 
     private func table(_ id: ObjectID) throws -> String {
