@@ -68,9 +68,16 @@ extension ManagedObjectContext {
     /// (as this context would save them) and against each other. A constraint
     /// with a nil value does not apply (as in SQLite).
     func uniquenessConflicts() throws -> [ConstraintConflict] {
-        let candidates = strong.values
-            .filter { ($0.insertedFlag || $0.isUpdated) && !$0.deletedFlag }
-            .sorted { $0.objectID.description < $1.objectID.description }
+        func constrained(_ entity: EntityDescription) -> Bool {
+            var current: EntityDescription? = entity
+            while let entity = current {
+                if !entity.uniquenessConstraints.isEmpty { return true }
+                current = entity.superentity
+            }
+            return false
+        }
+        let candidates = strong.values.filter { constrained($0.entity) && ($0.insertedFlag || $0.isUpdated) && !$0.deletedFlag }
+        guard !candidates.isEmpty else { return [] }
         var conflicts: [ConstraintConflict] = []
         var firstByKey: [String: ManagedObject] = [:]
         var conflictIndexByKey: [String: Int] = [:]

@@ -177,7 +177,7 @@ extension ManagedObjectContext {
         var attempts = 0
         while true {
             processPendingChanges()
-            let constraintConflicts = hasChanges ? try uniquenessConflicts() : []
+            let constraintConflicts = try uniquenessConflicts()
             if !constraintConflicts.isEmpty {
                 attempts += 1
                 if attempts > 4 || mergePolicy === MergePolicy.error {
