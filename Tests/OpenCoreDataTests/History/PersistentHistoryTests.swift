@@ -295,6 +295,31 @@ struct PersistentHistoryTests {
         #expect(updates.first?.changes == nil)
     }
 
+    @Test("A persistent container with history tracking records background saves")
+    func container() async throws {
+        let model = try Support.model()
+        let url = try Fixtures.temporaryDirectory().appendingPathComponent("Container.sqlite")
+        defer { SQLiteTestSupport.remove(url) }
+        let container = PersistentContainer(name: "Library", managedObjectModel: model)
+        var description = PersistentStoreDescription(url: url)
+        description.isHistoryTrackingEnabled = true
+        container.persistentStoreDescriptions = [description]
+        try await container.loadPersistentStores()
+        #expect((container.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)?.isTrackingHistory == true)
+
+        try await container.performBackgroundTask { context in
+            context.name = "background"
+            context.transactionAuthor = "import"
+            try Support.insertBook(context, title: "Imported")
+            try context.save()
+        }
+        let seen = try await container.performBackgroundTask { context in
+            try context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions?
+                .map { "\($0.author ?? "-") \($0.contextName ?? "-") \($0.changes?.count ?? 0)" } ?? []
+        }
+        #expect(seen == ["import background 1"])
+    }
+
     @Test("Tokens round-trip through Codable and order per store")
     func tokens() throws {
         let token = PersistentHistoryToken(storeIdentifier: "A", transactionNumber: 7)
