@@ -98,7 +98,7 @@ extension ManagedObjectContext {
     /// Registers or unregisters the context with its coordinator's merge targets.
     func updateMergeRegistration(previous: PersistentStoreCoordinator?) {
         previous?.stopMerging(into: self)
-        if automaticallyMergesChangesFromParent { persistentStoreCoordinator?.startMerging(into: self) }
+        if automaticallyMergesChangesFromParent && parent == nil { persistentStoreCoordinator?.startMerging(into: self) }
     }
 }
 

@@ -129,7 +129,7 @@ public final class SQLiteStore: PersistentStore {
     // MARK: Reading
 
     func fetchRows(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
-        let statement = try translator.selectStatement(for: fetch)
+        let statement = try translator.selectStatement(for: fetch, properties: fetch.includesPropertyValues ? nil : [])
         return try read("fetching \(fetch.entity.name)", in: snapshot) { db in
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
