@@ -320,6 +320,22 @@ struct PersistentHistoryTests {
         #expect(seen == ["import background 1"])
     }
 
+    @Test("Batch deletes and updates are recorded like saves, tombstones included")
+    func batchRequests() throws {
+        let stack = try Support.stack(try Support.model())
+        defer { SQLiteTestSupport.remove(stack.url) }
+        for index in 0..<4 { try Support.insertBook(stack.context, title: "Book \(index)", isbn: "isbn-\(index)", pages: index) }
+        try stack.context.save()
+        let start = try #require(stack.coordinator.currentPersistentHistoryToken(fromStores: nil))
+
+        try stack.context.execute(BatchDeleteRequest(entityName: "Book", predicate: try CorePredicate(format: "pages < 2")))
+        let transactions = try #require(try stack.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: start)).transactions)
+        #expect(transactions.count == 1)
+        let changes = transactions.first?.changes ?? []
+        #expect(changes.map(\.changeType) == [.delete, .delete])
+        #expect(Set(changes.compactMap { $0.tombstone?["isbn"] }) == [.string("isbn-0"), .string("isbn-1")])
+    }
+
     @Test("Tokens round-trip through Codable and order per store")
     func tokens() throws {
         let token = PersistentHistoryToken(storeIdentifier: "A", transactionNumber: 7)
