@@ -110,7 +110,7 @@ extension ManagedObjectContext {
         if !missing.isEmpty, let coordinator = persistentStoreCoordinator {
             var fetch = StoreFetch(entity: entity)
             fetch.predicate = try? CorePredicate(format: "SELF IN %@", AttributeValue.array(missing.map { .uri($0.uriRepresentation()) }))
-            let rows = (try? coordinator.fetchRows(fetch)) ?? []
+            let rows = (try? coordinator.fetchRows(fetch, generation: (try? readGeneration()) ?? nil)) ?? []
             var loaded: [ObjectID: ManagedObject] = [:]
             for row in rows {
                 let object = registry[row.objectID]?.object ?? makeFault(row.objectID, row: row)
