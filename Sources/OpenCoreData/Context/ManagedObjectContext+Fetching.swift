@@ -22,6 +22,9 @@ extension ManagedObjectContext {
         default:
             break
         }
+        if request.resultType == .managedObjectID, let ids = try storedObjectIDs(request) {
+            return ids.compactMap { $0 as? Result }
+        }
         let objects = try fetchObjects(request)
         if !request.relationshipKeyPathsForPrefetching.isEmpty {
             try prefetch(request.relationshipKeyPathsForPrefetching, for: objects)

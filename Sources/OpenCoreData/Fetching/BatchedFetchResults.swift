@@ -109,7 +109,7 @@ extension ManagedObjectContext {
         }
         if !missing.isEmpty, let coordinator = persistentStoreCoordinator {
             var fetch = StoreFetch(entity: entity)
-            fetch.predicate = try? CorePredicate(format: "SELF IN %@", AttributeValue.array(missing.map { .uri($0.uriRepresentation()) }))
+            fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
             let rows = (try? coordinator.fetchRows(fetch)) ?? []
             var loaded: [ObjectID: ManagedObject] = [:]
             for row in rows {
