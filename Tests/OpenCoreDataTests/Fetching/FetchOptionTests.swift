@@ -175,7 +175,7 @@ struct FetchTemplateTests {
             Entity("Author", className: "ManagedObject") {
                 Attribute("name", .string)
                 Attribute("minimum", .integer64, defaultValue: 0)
-                FetchedProperty("goodBooks", entity: "Book", predicate: "author == $FETCH_SOURCE AND stars >= 2")
+                FetchedProperty("goodBooks", entity: "Book", predicate: "author == $FETCH_SOURCE AND stars >= $FETCH_SOURCE.minimum")
                 FetchedProperty("named", entity: "Book", predicate: "title == $FETCHED_PROPERTY.name")
             }
             Entity("Book", className: "ManagedObject") {
@@ -240,5 +240,8 @@ struct FetchTemplateTests {
         book.setValue(9, forKey: "stars")
         book.setValue(author, forKey: "author")
         #expect(((author.value(forKey: "goodBooks") as? [ManagedObject]) ?? []).count == 3)
+        // $FETCH_SOURCE.minimum follows the source's current value.
+        author.setValue(3, forKey: "minimum")
+        #expect(Set(((author.value(forKey: "goodBooks") as? [ManagedObject]) ?? []).compactMap { $0.value(forKey: "stars") as? Int }) == [4, 9])
     }
 }
