@@ -30,7 +30,14 @@ extension ManagedObjectContext {
             throw CoreDataError(.coreData, "A having predicate needs propertiesToGroupBy", entityName: entity.name)
         }
         var rows: [[String: SnapshotValue]] = []
-        for store in stores { rows += try store.fetchDictionaries(dictionaryFetch) }
+        let generation = try readGeneration()
+        for store in stores {
+            if let (sqlite, snapshot) = generation?.snapshot(for: store) {
+                rows += try sqlite.fetchDictionaries(dictionaryFetch, in: snapshot)
+            } else {
+                rows += try store.fetchDictionaries(dictionaryFetch)
+            }
+        }
         if stores.count > 1 {
             if request.fetchOffset > 0 { rows = Array(rows.dropFirst(request.fetchOffset)) }
             if request.fetchLimit > 0 { rows = Array(rows.prefix(request.fetchLimit)) }
@@ -202,7 +209,7 @@ extension ManagedObjectContext {
             }
             fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
         }
-        let rows = try coordinator.fetchRows(fetch)
+        let rows = try coordinator.fetchRows(fetch, generation: try readGeneration())
         var fetched: [ObjectID: ManagedObject] = [:]
         for row in rows {
             let object: ManagedObject

@@ -110,7 +110,7 @@ extension ManagedObjectContext {
         if !missing.isEmpty, let coordinator = persistentStoreCoordinator {
             var fetch = StoreFetch(entity: entity)
             fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
-            let rows = (try? coordinator.fetchRows(fetch)) ?? []
+            let rows = (try? coordinator.fetchRows(fetch, generation: try readGeneration())) ?? []
             var loaded: [ObjectID: ManagedObject] = [:]
             for row in rows {
                 let object = registry[row.objectID]?.object ?? makeFault(row.objectID, row: row)
