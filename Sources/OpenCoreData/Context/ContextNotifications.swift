@@ -75,7 +75,7 @@ extension ManagedObjectContext {
             NotificationKey.deletedObjectIDs: summary.deletedObjectIDs,
         ])
         for continuation in saveObservers.values { continuation.yield(summary) }
-        persistentStoreCoordinator?.contextDidSave(summary, by: self)
+        if parent == nil { persistentStoreCoordinator?.contextDidSave(summary, by: self) }
     }
 }
 

@@ -35,11 +35,45 @@ final class ContextQueue: Sendable {
         return tag
     }()
 
-    /// Whether the calling code runs on this queue.
+    /// The tag of this queue.
+    var tag: ObjectIdentifier { isMain ? ContextQueue.mainTag : ObjectIdentifier(self) }
+
+    /// Whether the calling code runs on this queue: directly, or in a
+    /// `DispatchQueue.sync` this queue's thread made into another queue (a child
+    /// context's `performAndWait` on the main thread asking its main-queue parent).
     var isCurrent: Bool {
         let current = DispatchQueue.getSpecific(key: ContextQueue.key)
-        if isMain { return current == ContextQueue.mainTag || (current == nil && Thread.isMainThread) }
-        return current == ObjectIdentifier(self)
+        if current == tag { return true }
+        if isMain && Thread.isMainThread { return true }
+        return HeldQueues.current.tags.contains(tag)
+    }
+
+    /// Runs `body` synchronously on this queue, remembering for its duration that
+    /// the calling thread also holds the queue it is on.
+    func sync<T>(_ body: () -> T) -> T {
+        let held = HeldQueues.current
+        var pushed = 0
+        if let outer = DispatchQueue.getSpecific(key: ContextQueue.key) { held.tags.append(outer); pushed += 1 }
+        if Thread.isMainThread { held.tags.append(ContextQueue.mainTag); pushed += 1 }
+        defer { held.tags.removeLast(pushed) }
+        return withoutActuallyEscaping(body) { body in
+            let transfer = UnsafeTransfer(body)
+            return queue.sync { UnsafeTransfer(transfer.value()) }.value
+        }
+    }
+}
+
+/// The context queues a thread holds while it waits in `DispatchQueue.sync` for
+/// another one (per thread, so no synchronization).
+final class HeldQueues {
+    var tags: [ObjectIdentifier] = []
+
+    static var current: HeldQueues {
+        let dictionary = Thread.current.threadDictionary
+        if let held = dictionary["OpenCoreData.HeldQueues"] as? HeldQueues { return held }
+        let held = HeldQueues()
+        dictionary["OpenCoreData.HeldQueues"] = held
+        return held
     }
 }
 
@@ -155,11 +189,7 @@ extension ManagedObjectContext {
     /// thread waits for that thread deadlocks, as in Core Data.
     public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
         if contextQueue.isCurrent { return try block() }
-        let result = withoutActuallyEscaping(block) { block in
-            let box = UnsafeTransfer(block)
-            return contextQueue.queue.sync { UnsafeTransfer(Result<T, E> { () throws(E) -> T in try box.value() }) }
-        }
-        return try result.value.get()
+        return try contextQueue.sync { Result<T, E> { () throws(E) -> T in try block() } }.get()
     }
 }
 

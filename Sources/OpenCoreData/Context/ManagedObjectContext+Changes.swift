@@ -15,7 +15,7 @@ extension ManagedObjectContext {
             return ids.map { self.object(with: $0) }
         case .toMany(nil):
             guard let relationship = object.entity.allProperties[index] as? RelationshipDescription else { return [] }
-            let ids = (try? relatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
+            let ids = (try? sourceRelatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
             object.storage?[index] = .toMany(ids)
             if var committed = object.committed, index < committed.values.count {
                 committed.values[index] = .toMany(ids)

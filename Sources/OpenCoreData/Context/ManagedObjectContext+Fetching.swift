@@ -58,11 +58,11 @@ extension ManagedObjectContext {
             unlimited.fetchLimit = request.fetchLimit
             return try fetchObjects(unlimited).count
         }
-        guard let coordinator = persistentStoreCoordinator else { return 0 }
+        guard persistentStoreCoordinator != nil else { return 0 }
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
-        var count = try coordinator.count(fetch, generation: try readGeneration()) - request.fetchOffset
+        var count = try sourceCount(fetch) - request.fetchOffset
         if request.fetchLimit > 0 { count = min(count, request.fetchLimit) }
         return max(0, count)
     }
@@ -106,7 +106,7 @@ extension ManagedObjectContext {
             fetch.fetchOffset = request.fetchOffset
             fetch.fetchLimit = request.fetchLimit
         }
-        let rows = try coordinator.fetchRows(fetch, generation: try readGeneration())
+        let rows = try sourceRows(fetch)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         for row in rows {

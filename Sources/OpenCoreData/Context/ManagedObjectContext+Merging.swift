@@ -42,6 +42,8 @@ extension ManagedObjectContext {
     public func mergeChanges(from save: ContextSaveSummary) {
         assertOnQueue()
         processPendingChanges()
+        // A context pinned to a query generation moves to the newest one (Core Data).
+        advanceQueryGeneration()
         var merged: [ManagedObject] = []
         for id in save.insertedObjectIDs where registry[id]?.object == nil {
             let object = makeFault(id, row: nil)
@@ -96,7 +98,7 @@ extension ManagedObjectContext {
     /// Registers or unregisters the context with its coordinator's merge targets.
     func updateMergeRegistration(previous: PersistentStoreCoordinator?) {
         previous?.stopMerging(into: self)
-        if automaticallyMergesChangesFromParent { persistentStoreCoordinator?.startMerging(into: self) }
+        if automaticallyMergesChangesFromParent && parent == nil { persistentStoreCoordinator?.startMerging(into: self) }
     }
 }
 
@@ -135,7 +137,9 @@ extension ContextSaveSummary {
     /// let save = ContextSaveSummary(didSaveNotification: notification)
     /// ```
     public init?(didSaveNotification notification: Notification) {
-        guard notification.name == ManagedObjectContext.didSaveNotification else { return nil }
+        // A did-save notification, or a history transaction's object-ID notification.
+        guard notification.name == ManagedObjectContext.didSaveNotification
+                || notification.name == PersistentHistoryTransaction.objectIDsNotificationName else { return nil }
         let info = notification.userInfo ?? [:]
         typealias Key = ManagedObjectContext.NotificationKey
         self.init(insertedObjectIDs: info[Key.insertedObjectIDs] as? Set<ObjectID> ?? [],

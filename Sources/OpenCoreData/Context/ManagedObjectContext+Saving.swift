@@ -48,8 +48,9 @@ extension ManagedObjectContext {
         try validate(inserted: inserted, updated: updated, deleted: deleted)
 
         // Permanent IDs for new objects, per entity.
+        // (A child context keeps temporary IDs: its parent gets them.)
         var mapping: [ObjectID: ObjectID] = [:]
-        let groups = Dictionary(grouping: inserted.filter { $0.objectID.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
+        let groups = parent != nil ? [:] : Dictionary(grouping: inserted.filter { $0.objectID.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
         for group in groups.values {
             guard let first = group.first else { continue }
             let ids = try coordinator.newObjectIDs(for: first.entity, count: group.count)
@@ -84,7 +85,12 @@ extension ManagedObjectContext {
             changes.deleted.append((object.objectID, object.committed?.version ?? 0))
         }
 
-        try coordinator.save(changes)
+        if let parent {
+            try parent.performAndWait { () throws -> Void in try parent.applyChildSave(changes) }
+        } else {
+            try coordinator.save(changes)
+            if hasChildren.load(ordering: .relaxed) { savedTemporaryIDs.merge(mapping) { _, new in new } }
+        }
         advanceQueryGeneration()
 
         // The store has the changes: bring the context in step.
@@ -103,13 +109,15 @@ extension ManagedObjectContext {
             }
             object.insertedFlag = false
             insertedObjectsByID[object.objectID] = nil
-            let row = RowSnapshot(objectID: object.objectID, version: 1, values: object.storage ?? [])
+            let row = RowSnapshot(objectID: object.objectID, version: parent == nil ? 1 : 0, values: object.storage ?? [])
             object.committed = row
-            coordinator.retainRow(row)
-            object.rowCacheOwner = coordinator
+            if parent == nil {
+                coordinator.retainRow(row)
+                object.rowCacheOwner = coordinator
+            }
         }
         for object in updated {
-            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + 1,
+            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + (parent == nil ? 1 : 0),
                                            values: object.storage ?? [])
         }
         for object in deleted {
@@ -256,8 +264,8 @@ extension ManagedObjectContext {
             return
         }
         let local = object.changedIndexes()
-        guard let coordinator = persistentStoreCoordinator, let storage = object.storage,
-              let row = (try? coordinator.storeRow(for: object.objectID, generation: readGeneration())) ?? nil else { return }
+        guard persistentStoreCoordinator != nil, let storage = object.storage,
+              let row = (try? freshRow(for: object.objectID)) ?? nil else { return }
         var merged = row.values.map { value -> SnapshotValue in
             if case .toMany = value { return .toMany(nil) }
             return value

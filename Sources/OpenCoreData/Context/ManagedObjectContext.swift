@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreDataPredicates
+import Synchronization
 
 /// A scratch pad of managed objects (`NSManagedObjectContext`): it fetches them,
 /// keeps exactly one object per record, tracks every change, maintains inverse
@@ -46,10 +47,35 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
     /// The queue the context and its objects belong to.
     let contextQueue: ContextQueue
+    /// The context this one reads from and saves to instead of the coordinator
+    /// (`parent`): a child context's save pushes its changes into the parent
+    /// only, its fetches and faults see the parent's unsaved state. Setting it
+    /// sets ``persistentStoreCoordinator`` to the parent's. Set it before use.
+    ///
+    /// ```swift
+    /// let editing = ManagedObjectContext(concurrencyType: .mainQueue)
+    /// editing.parent = container.viewContext
+    /// // edit, then: try editing.save() (into viewContext), or just drop it
+    /// ```
+    public var parent: ManagedObjectContext? {
+        didSet {
+            parent?.hasChildren.store(true, ordering: .relaxed)
+            persistentStoreCoordinator = parent?.persistentStoreCoordinator
+        }
+    }
+    /// Whether a child context was ever attached: saves then remember which
+    /// temporary IDs became which permanent ones, for the children.
+    let hasChildren = Atomic(false)
+    /// Temporary IDs of objects saved to the store, and their permanent IDs.
+    var savedTemporaryIDs: [ObjectID: ObjectID] = [:]
     /// A name for the context, recorded in persistent history and logs.
     public var name: String?
     /// The author recorded with this context's saves in persistent history.
     public var transactionAuthor: String?
+    /// Your own values kept with the context (`userInfo`), such as caches of
+    /// objects fetched once (``Managed/fetchSingleObject(in:cacheKey:configure:)``).
+    /// Like the context, use it on the context's queue.
+    public var userInfo: [String: Any] = [:]
     /// Whether the context merges, on its queue, the saves of the other contexts
     /// of its coordinator (`automaticallyMergesChangesFromParent`); see
     /// ``mergeChanges(from:)``.
@@ -141,11 +167,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
             if object.isFault { try fulfill(object) }
             if object.isDeleted || object.storage != nil { return object }
         }
-        guard !id.isTemporaryID else {
+        guard !id.isTemporaryID || parent != nil else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "No object with temporary ID \(id) is registered in this context",
                                 objectDescription: id.description)
         }
-        guard let coordinator = persistentStoreCoordinator, let row = try coordinator.row(for: id, generation: try readGeneration()) else {
+        guard persistentStoreCoordinator != nil, let row = try sourceRow(for: id) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "The object \(id) does not exist in the store",
                                 entityName: id.entityName, objectDescription: id.description)
         }
@@ -198,10 +224,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Loads a fault's values from the row cache or the store.
     func fulfill(_ object: ManagedObject) throws {
         guard object.storage == nil else { return }
-        guard let coordinator = persistentStoreCoordinator else {
+        guard persistentStoreCoordinator != nil else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
-        guard let row = try coordinator.row(for: object.objectID, generation: try readGeneration()) else {
+        guard let row = try sourceRow(for: object.objectID) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "CoreData could not fulfill a fault for \(object.objectID): the object no longer exists in the store",
                                 entityName: object.entity.name, objectDescription: object.objectID.description)
         }

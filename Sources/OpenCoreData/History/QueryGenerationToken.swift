@@ -187,6 +187,7 @@ extension ManagedObjectContext {
     /// Whether rows this context reads may go into the coordinator's shared row
     /// cache (not when they come from a pinned generation).
     var sharesRowCache: Bool {
+        guard parent == nil else { return false }   // a child's rows hold its parent's unsaved state
         if case .unpinned = queryGenerationState { return true }
         return false
     }
