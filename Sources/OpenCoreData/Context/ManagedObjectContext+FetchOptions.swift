@@ -121,7 +121,7 @@ extension ManagedObjectContext {
     func storedObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID]? {
         assertOnQueue("fetch(_:)")
         let entity = try resolveEntity(request)
-        guard let coordinator = persistentStoreCoordinator else { return nil }
+        guard parent == nil, let coordinator = persistentStoreCoordinator else { return nil }
         if request.includesPendingChanges { processPendingChanges() }
         if (request.includesPendingChanges && hasPendingChanges(for: entity)) || coordinator.storesHolding(entity).count > 1 {
             return nil
@@ -178,7 +178,7 @@ extension ManagedObjectContext {
         guard let first = sources.first(where: { $0.entity.relationshipsByName[name] != nil }),
               let relationship = first.entity.relationshipsByName[name],
               let destination = relationship.destinationEntity,
-              let coordinator = persistentStoreCoordinator else {
+              persistentStoreCoordinator != nil else {
             if let entity = objects.first?.entity, entity.propertiesByName[name] == nil {
                 throw CoreDataError(.coreData, "The entity \(entity.name) has no relationship '\(name)' to prefetch",
                                     entityName: entity.name, key: name)
@@ -209,7 +209,7 @@ extension ManagedObjectContext {
             }
             fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
         }
-        let rows = try coordinator.fetchRows(fetch, generation: try readGeneration())
+        let rows = try sourceRows(fetch)
         var fetched: [ObjectID: ManagedObject] = [:]
         for row in rows {
             let object: ManagedObject
