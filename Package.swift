@@ -52,12 +52,14 @@ let package = Package(
         ),
         .executableTarget(name: "ocd", dependencies: ["OCDKit"]),
         // The benchmark suite (Benchmarks/run; not part of `swift test`): OpenCoreData
-        // against raw SQLite through its C API, the system library GRDB links.
+        // against raw SQLite through its C API (the system library GRDB links) and
+        // GRDB records.
         .executableTarget(
             name: "OpenCoreDataBenchmarks",
             dependencies: [
                 "OpenCoreData",
                 "OpenCoreDataPredicates",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             path: "Benchmarks/Sources/OpenCoreDataBenchmarks"

@@ -6,7 +6,8 @@ import OpenCoreDataPredicates
 /// created with `ManagedObject(entity:insertInto:)` and key-value coding, one
 /// `save()`, fetch requests with predicates.
 enum OpenCoreDataPeer {
-    /// The model: `Person` with 5 attributes and a fetch index on `age`.
+    /// The model: `Person` with 5 attributes and a fetch index on `age`; `Parent`
+    /// and `Child` for W6.
     static let model: ManagedObjectModel = {
         do {
             return try ManagedObjectModel {
@@ -17,6 +18,14 @@ enum OpenCoreDataPeer {
                     Attribute("email", .string)
                     Attribute("joined", .date)
                     FetchIndex("byAge", "age")
+                }
+                Entity("Parent") {
+                    Attribute("name", .string)
+                    Relationship("children", to: "Child", inverse: "parent", toMany: true, deleteRule: .cascade)
+                }
+                Entity("Child") {
+                    Attribute("name", .string)
+                    Relationship("parent", to: "Parent", inverse: "children")
                 }
             }
         } catch {
@@ -29,18 +38,20 @@ enum OpenCoreDataPeer {
     static let storeOptions = ["pragma.synchronous": "NORMAL"]
 
     /// A coordinator with the SQLite store at `path` and a context on it.
-    static func open(path: String) throws -> (PersistentStoreCoordinator, ManagedObjectContext) {
+    static func open(path: String, synchronous: String = "NORMAL") throws -> (PersistentStoreCoordinator, ManagedObjectContext) {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path), options: storeOptions)
+        try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path), options: ["pragma.synchronous": synchronous])
         let context = ManagedObjectContext(concurrencyType: .mainQueue)
         context.persistentStoreCoordinator = coordinator
         return (coordinator, context)
     }
 
-    static var personEntity: EntityDescription {
-        guard let entity = model.entitiesByName["Person"] else { fatalError("no Person entity") }
+    static func entity(_ name: String) -> EntityDescription {
+        guard let entity = model.entitiesByName[name] else { fatalError("no \(name) entity") }
         return entity
     }
+
+    static var personEntity: EntityDescription { entity("Person") }
 
     /// Inserts persons `range` into `context` (no save).
     static func insertPersons(_ range: Range<Int>, into context: ManagedObjectContext) {
@@ -55,57 +66,14 @@ enum OpenCoreDataPeer {
         }
     }
 
-    /// W1: create `count` persons, then save; the two timed separately.
-    static func insert(count: Int, path: String) throws -> Sample {
-        let (coordinator, context) = try open(path: path)
-        let start = now()
-        insertPersons(0..<count, into: context)
-        let created = now()
-        try context.save()
-        let saved = now()
-        withExtendedLifetime(coordinator) {}
-        return Sample(seconds: saved - start, parts: ["create": created - start, "save": saved - created], checksum: "")
-    }
-
-    /// W2: fetch every person with its values (`returnsObjectsAsFaults = false`)
-    /// and read all 5 attributes.
-    static func fetchAll(path: String) throws -> Sample {
-        let (coordinator, context) = try open(path: path)
-        let start = now()
-        let request = FetchRequest<ManagedObject>(entityName: "Person")
-        request.returnsObjectsAsFaults = false
-        let people = try context.fetch(request)
-        var c = Checksum()
-        for person in people {
-            c.rows += 1
-            if case .int(let age) = person.attributeValue(forKey: "age") { c.ages += Int(age) }
-            if case .double(let score) = person.attributeValue(forKey: "score") { c.scores2 += Int(score * 2) }
-            if case .date(let joined) = person.attributeValue(forKey: "joined") { c.joined += Int(joined.timeIntervalSinceReferenceDate) }
-            if case .string(let name) = person.attributeValue(forKey: "name") { c.textBytes &+= PersonData.byteSum(name) }
-            if case .string(let email) = person.attributeValue(forKey: "email") { c.textBytes &+= PersonData.byteSum(email) }
-        }
-        let seconds = now() - start
-        withExtendedLifetime((coordinator, people)) {}
-        return Sample(seconds: seconds, checksum: c.text)
-    }
-
-    /// W3: 100 fetches `age == k` in one context, reading the score of each result
-    /// (a default request: results are faults, fired from the row cache).
-    static func fetchByAge(path: String) throws -> Sample {
-        let (coordinator, context) = try open(path: path)
-        let start = now()
-        var c = Checksum()
-        for k in 0..<100 {
-            let request = FetchRequest<ManagedObject>(entityName: "Person")
-            request.predicate = try CorePredicate(format: "age == %d", k)
-            for person in try context.fetch(request) {
-                c.rows += 1
-                if case .double(let score) = person.attributeValue(forKey: "score") { c.scores2 += Int(score * 2) }
-            }
-        }
-        let seconds = now() - start
-        withExtendedLifetime(coordinator) {}
-        return Sample(seconds: seconds, checksum: c.text)
+    /// Adds every attribute of a person to a checksum.
+    static func add(_ person: ManagedObject, to c: inout Checksum) {
+        c.rows += 1
+        if case .int(let age) = person.attributeValue(forKey: "age") { c.ages += Int(age) }
+        if case .double(let score) = person.attributeValue(forKey: "score") { c.scores2 += Int(score * 2) }
+        if case .date(let joined) = person.attributeValue(forKey: "joined") { c.joined += Int(joined.timeIntervalSinceReferenceDate) }
+        if case .string(let name) = person.attributeValue(forKey: "name") { c.textBytes &+= PersonData.byteSum(name) }
+        if case .string(let email) = person.attributeValue(forKey: "email") { c.textBytes &+= PersonData.byteSum(email) }
     }
 
     /// Creates the store at `path` holding persons `0..<count`, saved in chunks.
@@ -123,9 +91,40 @@ enum OpenCoreDataPeer {
         withExtendedLifetime(coordinator) {}
     }
 
-    /// Creates an empty store at `path` (the raw peer's W1 starts from copies of it).
+    /// Creates the store at `path` holding `parents` parents with 10 children each.
+    static func populateFamilies(parents: Int, path: String) throws {
+        let (coordinator, context) = try open(path: path)
+        let parentEntity = entity("Parent"), childEntity = entity("Child")
+        let chunk = 5_000
+        var first = 0
+        while first < parents {
+            let end = min(parents, first + chunk)
+            for p in first..<end {
+                let parent = ManagedObject(entity: parentEntity, insertInto: context)
+                parent.setValue(FamilyData.parentName(p), forKey: "name")
+                for c in 0..<FamilyData.childrenPerParent {
+                    let child = ManagedObject(entity: childEntity, insertInto: context)
+                    child.setValue(FamilyData.childName(p, c), forKey: "name")
+                    child.setValue(parent, forKey: "parent")
+                }
+            }
+            try context.save()
+            context.reset()
+            first = end
+        }
+        withExtendedLifetime(coordinator) {}
+    }
+
+    /// Creates an empty store at `path` (write runs start from copies of it).
     static func createEmpty(path: String) throws {
         let (coordinator, _) = try open(path: path)
         withExtendedLifetime(coordinator) {}
     }
+}
+
+/// The deterministic data of W6: parent `p` is "p p", its children "c p-j".
+enum FamilyData {
+    static let childrenPerParent = 10
+    static func parentName(_ p: Int) -> String { "p \(p)" }
+    static func childName(_ p: Int, _ c: Int) -> String { "c \(p)-\(c)" }
 }

@@ -88,13 +88,7 @@ func writtenChecksum(path: String) throws -> Checksum {
     let statement = try connection.prepare(PersonTable.selectAll)
     defer { sqlite3_finalize(statement) }
     var c = Checksum()
-    while sqlite3_step(statement) == SQLITE_ROW {
-        c.rows += 1
-        c.ages += Int(sqlite3_column_int64(statement, 4))
-        c.scores2 += Int(sqlite3_column_double(statement, 5) * 2)
-        c.joined += Int(sqlite3_column_double(statement, 7))
-        c.textBytes &+= rawByteSum(statement, 3) &+ rawByteSum(statement, 6)
-    }
+    while sqlite3_step(statement) == SQLITE_ROW { rawAddPerson(statement, to: &c) }
     return c
 }
 
@@ -107,80 +101,49 @@ func rawByteSum(_ statement: OpaquePointer, _ column: Int32) -> Int {
     return sum
 }
 
-/// The raw peer: prepared statements, one transaction, no allocation per row.
-enum RawPeer {
-    /// W1: INSERT `count` persons in one transaction into a fresh copy of the empty
-    /// store (the same table and index the framework creates).
-    static func insert(count: Int, path: String, entityNumber: Int) throws -> Sample {
-        let connection = try RawConnection(path: path)
-        let insert = try connection.prepare(
-            "INSERT INTO ZPERSON (Z_PK, Z_ENT, Z_OPT, ZNAME, ZAGE, ZSCORE, ZEMAIL, ZJOINED) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-        defer { sqlite3_finalize(insert) }
-        let name = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
-        let email = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
-        defer { name.deallocate(); email.deallocate() }
+/// The raw peer's helpers: names and emails written into reused buffers, no
+/// allocation per row.
+final class RawPersonWriter {
+    let name = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+    let email = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+    deinit { name.deallocate(); email.deallocate() }
 
-        let start = now()
-        try connection.execute("BEGIN")
-        for i in 0..<count {
-            let nameLength = writeDecimal(i, into: name, at: writeBytes("name ", into: name, at: 0))
-            let emailLength = writeBytes("@example.com", into: email, at: writeDecimal(i, into: email, at: writeBytes("user ", into: email, at: 0)))
-            sqlite3_bind_int64(insert, 1, Int64(i + 1))
-            sqlite3_bind_int64(insert, 2, Int64(entityNumber))
-            sqlite3_bind_int64(insert, 3, 1)
-            sqlite3_bind_text(insert, 4, name, Int32(nameLength), nil)  // SQLITE_STATIC
-            sqlite3_bind_int64(insert, 5, Int64(PersonData.age(i)))
-            sqlite3_bind_double(insert, 6, PersonData.score(i))
-            sqlite3_bind_text(insert, 7, email, Int32(emailLength), nil)
-            sqlite3_bind_double(insert, 8, PersonData.joined(i))
-            guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchmarkError("INSERT: \(connection.errorMessage)") }
-            sqlite3_reset(insert)
-        }
-        try connection.execute("COMMIT")
-        let seconds = now() - start
-        return Sample(seconds: seconds, checksum: "")
+    static let insertSQL = "INSERT INTO ZPERSON (Z_PK, Z_ENT, Z_OPT, ZNAME, ZAGE, ZSCORE, ZEMAIL, ZJOINED) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+    /// Binds person `i` to a prepared `insertSQL` statement.
+    func bind(_ i: Int, entityNumber: Int, to insert: OpaquePointer) {
+        let nameLength = writeDecimal(i, into: name, at: writeBytes("name ", into: name, at: 0))
+        let emailLength = writeBytes("@example.com", into: email, at: writeDecimal(i, into: email, at: writeBytes("user ", into: email, at: 0)))
+        sqlite3_bind_int64(insert, 1, Int64(i + 1))
+        sqlite3_bind_int64(insert, 2, Int64(entityNumber))
+        sqlite3_bind_int64(insert, 3, 1)
+        sqlite3_bind_text(insert, 4, name, Int32(nameLength), nil)  // SQLITE_STATIC
+        sqlite3_bind_int64(insert, 5, Int64(PersonData.age(i)))
+        sqlite3_bind_double(insert, 6, PersonData.score(i))
+        sqlite3_bind_text(insert, 7, email, Int32(emailLength), nil)
+        sqlite3_bind_double(insert, 8, PersonData.joined(i))
+    }
+}
+
+extension RawConnection {
+    /// Steps a statement that returns no row.
+    func stepDone(_ statement: OpaquePointer) throws {
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchmarkError("step: \(errorMessage)") }
+        sqlite3_reset(statement)
     }
 
-    /// W2: SELECT every person and read every attribute.
-    static func fetchAll(path: String) throws -> Sample {
-        let connection = try RawConnection(path: path)
-        let start = now()
-        let select = try connection.prepare(PersonTable.selectAll)
-        var c = Checksum()
-        while true {
-            let rc = sqlite3_step(select)
-            if rc == SQLITE_DONE { break }
-            guard rc == SQLITE_ROW else { throw BenchmarkError("SELECT: \(connection.errorMessage)") }
-            c.rows += 1
-            c.ages += Int(sqlite3_column_int64(select, 4))
-            c.scores2 += Int(sqlite3_column_double(select, 5) * 2)
-            c.joined += Int(sqlite3_column_double(select, 7))
-            c.textBytes &+= rawByteSum(select, 3) &+ rawByteSum(select, 6)
-        }
-        sqlite3_finalize(select)
-        let seconds = now() - start
-        return Sample(seconds: seconds, checksum: c.text)
+    /// The `Z_ENT` of an entity in a Core Data store.
+    func entityNumber(_ name: String) throws -> Int {
+        try integers("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = '\(name)'")[0]
     }
+}
 
-    /// W3: one prepared SELECT `WHERE ZAGE = ?`, bound to k = 0...99, reading the score.
-    static func fetchByAge(path: String) throws -> Sample {
-        let connection = try RawConnection(path: path)
-        let start = now()
-        let select = try connection.prepare(PersonTable.selectAll + " WHERE ZAGE = ?")
-        var c = Checksum()
-        for k in 0..<100 {
-            sqlite3_bind_int64(select, 1, Int64(k))
-            while true {
-                let rc = sqlite3_step(select)
-                if rc == SQLITE_DONE { break }
-                guard rc == SQLITE_ROW else { throw BenchmarkError("SELECT: \(connection.errorMessage)") }
-                c.rows += 1
-                c.scores2 += Int(sqlite3_column_double(select, 5) * 2)
-            }
-            sqlite3_reset(select)
-        }
-        sqlite3_finalize(select)
-        let seconds = now() - start
-        return Sample(seconds: seconds, checksum: c.text)
-    }
+/// Adds the row of a `PersonTable.selectAll` statement to a checksum.
+@inline(__always)
+func rawAddPerson(_ statement: OpaquePointer, to c: inout Checksum) {
+    c.rows += 1
+    c.ages += Int(sqlite3_column_int64(statement, 4))
+    c.scores2 += Int(sqlite3_column_double(statement, 5) * 2)
+    c.joined += Int(sqlite3_column_double(statement, 7))
+    c.textBytes &+= rawByteSum(statement, 3) &+ rawByteSum(statement, 6)
 }

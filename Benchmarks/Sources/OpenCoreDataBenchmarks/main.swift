@@ -2,48 +2,56 @@ import Foundation
 import GRDBSQLite
 import OpenCoreData
 
-// OpenCoreData against raw SQLite (see /work/shared/docs/benchmarks.md and
-// Benchmarks/run, which drives this executable).
+// OpenCoreData against raw SQLite and GRDB records (see
+// /work/shared/docs/benchmarks.md and Benchmarks/run, which drives this executable;
+// SQLAlchemy runs the same workloads from Benchmarks/python/bench.py).
 //
 //   OpenCoreDataBenchmarks version
+//   OpenCoreDataBenchmarks workloads
 //   OpenCoreDataBenchmarks prepare --dir D --count N
-//   OpenCoreDataBenchmarks run --workload W1|W2|W3 [--peers raw,opencoredata]
-//                              [--count N] [--runs 7] [--warmup 1] --dir D
+//   OpenCoreDataBenchmarks run --workload W [--peers raw,opencoredata,grdb]
+//                              [--count N] [--runs 7] [--warmup 1] [--synchronous NORMAL] --dir D
 //
-// `prepare` creates, outside any timer, the empty store the raw peer's W1 copies
-// and the populated store W2 and W3 read. `run` measures the peers interleaved
-// (warm-up first, then `runs` rounds, alternating which peer goes first) and
-// prints one JSON object on standard output: median, min, max per peer, W1's
-// create/save split, checksums, and the process's peak memory (run one peer per
-// process for a per-peer peak).
+// `prepare` creates, outside any timer, the empty store write runs copy and the
+// populated stores read runs use. `run` measures the peers interleaved (warm-up
+// first, then `runs` rounds, rotating which peer goes first) and prints one JSON
+// object on standard output: median, min, max per peer, parts, checksums, and the
+// process's peak memory (run one peer per process for a per-peer peak).
 
 struct Options {
     var command = ""
     var workload = "W1"
-    var peers = ["raw", "opencoredata"]
+    var peers: [Peer] = Peer.allCases
     var count = 100_000
     var runs = 7
     var warmup = 1
     var dir = ""
+    var synchronous = "NORMAL"
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
-        guard let command = rest.popFirst() else { throw BenchmarkError("usage: OpenCoreDataBenchmarks version|prepare|run [options]") }
+        guard let command = rest.popFirst() else { throw BenchmarkError("usage: OpenCoreDataBenchmarks version|workloads|prepare|run [options]") }
         self.command = command
         while let flag = rest.popFirst() {
             guard let value = rest.popFirst() else { throw BenchmarkError("\(flag) needs a value") }
             switch flag {
             case "--workload": workload = value
-            case "--peers": peers = value.split(separator: ",").map(String.init)
+            case "--peers":
+                peers = try value.split(separator: ",").map { name in
+                    guard let peer = Peer(rawValue: String(name)) else { throw BenchmarkError("unknown peer \(name)") }
+                    return peer
+                }
             case "--count": count = try Self.integer(value, flag)
             case "--runs": runs = try Self.integer(value, flag)
             case "--warmup": warmup = try Self.integer(value, flag)
+            case "--synchronous":
+                guard ["NORMAL", "FULL"].contains(value) else { throw BenchmarkError("--synchronous is NORMAL or FULL") }
+                synchronous = value
             case "--dir": dir = value
             default: throw BenchmarkError("unknown option \(flag)")
             }
         }
-        for peer in peers where !["raw", "opencoredata"].contains(peer) { throw BenchmarkError("unknown peer \(peer)") }
-        if command != "version" && dir.isEmpty { throw BenchmarkError("--dir is required") }
+        if !["version", "workloads"].contains(command) && dir.isEmpty { throw BenchmarkError("--dir is required") }
     }
 
     static func integer(_ value: String, _ flag: String) throws -> Int {
@@ -51,29 +59,28 @@ struct Options {
         return n
     }
 
-    var emptyStore: String { dir + "/empty.sqlite" }
-    var populatedStore: String { dir + "/people-\(count).sqlite" }
+    var environment: BenchEnvironment { BenchEnvironment(dir: dir, count: count, synchronous: synchronous) }
 }
 
 func prepare(_ options: Options) throws {
-    try FileManager.default.createDirectory(atPath: options.dir, withIntermediateDirectories: true)
-    removeDatabase(options.emptyStore)
-    try OpenCoreDataPeer.createEmpty(path: options.emptyStore)
-    removeDatabase(options.populatedStore)
-    let start = now()
-    try OpenCoreDataPeer.populate(count: options.count, path: options.populatedStore)
-    log("prepared \(options.populatedStore) (\(options.count) persons) in \(String(format: "%.2f", now() - start)) s")
+    let env = options.environment
+    try FileManager.default.createDirectory(atPath: env.dir, withIntermediateDirectories: true)
+    removeDatabase(env.emptyStore)
+    try OpenCoreDataPeer.createEmpty(path: env.emptyStore)
+    removeDatabase(env.populatedStore)
+    var start = now()
+    try OpenCoreDataPeer.populate(count: env.count, path: env.populatedStore)
+    log("prepared \(env.populatedStore) (\(env.count) persons) in \(String(format: "%.2f", now() - start)) s")
+    removeDatabase(env.familyStore)
+    start = now()
+    try OpenCoreDataPeer.populateFamilies(parents: env.count / FamilyData.childrenPerParent, path: env.familyStore)
+    log("prepared \(env.familyStore) (\(env.count / FamilyData.childrenPerParent) parents x \(FamilyData.childrenPerParent) children) in \(String(format: "%.2f", now() - start)) s")
 
-    // The store's files are in WAL mode without anyone asking, and the age index is
-    // there and used by the W3 query.
-    var handle: OpaquePointer?
-    guard sqlite3_open_v2(options.populatedStore, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
-        throw BenchmarkError("can't open \(options.populatedStore)")
-    }
-    defer { sqlite3_close_v2(handle) }
-    func rows(_ sql: String) -> [String] {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { return [] }
+    // The store's files are in WAL mode without anyone asking, and the indexes the
+    // queries need are there and used.
+    let connection = try RawConnection(path: env.populatedStore)
+    func rows(_ connection: RawConnection, _ sql: String) throws -> [String] {
+        let statement = try connection.prepare(sql)
         defer { sqlite3_finalize(statement) }
         var result: [String] = []
         while sqlite3_step(statement) == SQLITE_ROW {
@@ -82,70 +89,46 @@ func prepare(_ options: Options) throws {
         }
         return result
     }
-    let mode = rows("PRAGMA journal_mode").first ?? "?"
+    let mode = try rows(connection, "PRAGMA journal_mode").first ?? "?"
     guard mode == "wal" else { throw BenchmarkError("the store's journal_mode is \(mode), not wal") }
-    let indexes = rows("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ZPERSON'")
-    let plan = rows("EXPLAIN QUERY PLAN \(PersonTable.selectAll) WHERE ZAGE = 7")
-    log("journal_mode=\(mode); indexes: \(indexes.joined(separator: "; ")); W3 plan: \(plan.joined(separator: "; "))")
+    let plan = try rows(connection, "EXPLAIN QUERY PLAN \(PersonTable.selectAll) WHERE ZAGE = 7")
+    log("journal_mode=\(mode); W3 plan: \(plan.joined(separator: "; "))")
     guard plan.contains(where: { $0.contains("USING INDEX") }) else { throw BenchmarkError("the W3 query does not use an index") }
+    let family = try RawConnection(path: env.familyStore)
+    let childPlan = try rows(family, "EXPLAIN QUERY PLAN SELECT ZNAME FROM ZCHILD WHERE ZPARENT = 7")
+    log("W6 plan: \(childPlan.joined(separator: "; "))")
+    guard childPlan.contains(where: { $0.contains("USING INDEX") }) else { throw BenchmarkError("the W6 query does not use an index") }
 }
 
 func run(_ options: Options) throws {
-    let count = options.count
-    let expected: Checksum
-    switch options.workload {
-    case "W1", "W2": expected = .allAttributes(count: count)
-    case "W3":
-        guard count % 100 == 0 else { throw BenchmarkError("W3 needs a count divisible by 100") }
-        expected = .scoresOnly(count: count)
-    default: throw BenchmarkError("unknown workload \(options.workload)")
+    guard let workload = allWorkloads.first(where: { $0.name == options.workload }) else {
+        throw BenchmarkError("unknown workload \(options.workload); known: \(allWorkloads.map(\.name).joined(separator: " "))")
     }
-    if options.workload != "W1", !FileManager.default.fileExists(atPath: options.populatedStore) {
-        throw BenchmarkError("no \(options.populatedStore): run `prepare --count \(count)` first")
+    let env = options.environment
+    for file in [env.emptyStore, env.populatedStore, env.familyStore] where !FileManager.default.fileExists(atPath: file) {
+        throw BenchmarkError("no \(file): run `prepare --count \(env.count)` first")
     }
-    var entityNumber = 0
-    if options.workload == "W1" {
-        let connection = try RawConnection(path: options.emptyStore)
-        entityNumber = try connection.integers("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Person'")[0]
-    }
+    let expected = try workload.expectedChecksum(env)
+    let peers = options.peers.filter { workload.peers.contains($0) }
 
-    /// One run of one peer; database files are set up and checked outside the timer.
-    func measure(_ peer: String) throws -> Sample {
-        switch options.workload {
-        case "W1":
-            let path = options.dir + "/w1-\(peer).sqlite"
-            removeDatabase(path)
-            if peer == "raw" { try FileManager.default.copyItem(atPath: options.emptyStore, toPath: path) }
-            var sample = peer == "raw"
-                ? try RawPeer.insert(count: count, path: path, entityNumber: entityNumber)
-                : try OpenCoreDataPeer.insert(count: count, path: path)
-            let written = try writtenChecksum(path: path)
-            sample.checksum = written.text
-            removeDatabase(path)
-            return sample
-        case "W2":
-            return peer == "raw" ? try RawPeer.fetchAll(path: options.populatedStore) : try OpenCoreDataPeer.fetchAll(path: options.populatedStore)
-        default:
-            return peer == "raw" ? try RawPeer.fetchByAge(path: options.populatedStore) : try OpenCoreDataPeer.fetchByAge(path: options.populatedStore)
-        }
-    }
-
-    var samples: [String: [Sample]] = [:]
+    var samples: [Peer: [Sample]] = [:]
     for round in 0..<(options.warmup + options.runs) {
-        let order = round % 2 == 0 ? options.peers : options.peers.reversed()
+        // Rotate the order so that no peer always runs first (or last).
+        let shift = round % max(1, peers.count)
+        let order = Array(peers[shift...] + peers[..<shift])
         for peer in order {
-            let sample = try measure(peer)
-            guard sample.checksum == expected.text else {
-                throw BenchmarkError("\(options.workload) \(peer): checksum \(sample.checksum), expected \(expected.text)")
+            let sample = try workload.run(peer, env)
+            guard sample.checksum == expected else {
+                throw BenchmarkError("\(workload.name) \(peer): checksum \(sample.checksum), expected \(expected)")
             }
             let warm = round < options.warmup
             let parts = sample.parts.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.4f", $0.value))" }
-            log("\(options.workload) \(peer)\(warm ? " (warm-up)" : "") \(String(format: "%.4f", sample.seconds)) s\(parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")")")
+            log("\(workload.name) \(peer)\(warm ? " (warm-up)" : "") \(String(format: "%.4f", sample.seconds)) s\(parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")")")
             if !warm { samples[peer, default: []].append(sample) }
         }
     }
 
-    var peers: [String: Any] = [:]
+    var results: [String: Any] = [:]
     for (peer, list) in samples {
         var entry = Summary(list.map(\.seconds)).json
         entry["samples"] = list.map(\.seconds)
@@ -155,17 +138,18 @@ func run(_ options: Options) throws {
             parts[key] = Summary(list.compactMap { $0.parts[key] }).json
         }
         if !parts.isEmpty { entry["parts"] = parts }
-        peers[peer] = entry
+        results[peer.rawValue] = entry
     }
     let result: [String: Any] = [
-        "workload": options.workload,
-        "count": count,
+        "workload": workload.name,
+        "title": workload.title,
+        "count": env.count,
         "runs": options.runs,
         "warmup": options.warmup,
         "sqlite_version": try sqliteVersion(),
-        "expected_checksum": expected.text,
+        "expected_checksum": expected,
         "peak_mb": peakMemoryMiB(),
-        "peers": peers,
+        "peers": results,
     ]
     let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
     print(String(decoding: json, as: UTF8.self))
@@ -175,6 +159,7 @@ do {
     let options = try Options(Array(CommandLine.arguments.dropFirst()))
     switch options.command {
     case "version": print(try sqliteVersion())
+    case "workloads": print(allWorkloads.map(\.name).joined(separator: " "))
     case "prepare": try prepare(options)
     case "run": try run(options)
     case "frc": try FetchedResultsWorkload.run(count: options.count, runs: options.runs, dir: options.dir)

@@ -14,20 +14,23 @@ extension ManagedObjectContext {
     /// ```
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
+        switch request.resultType {
+        case .count:
+            return [try count(for: request)].compactMap { $0 as? Result }
+        case .dictionary:
+            return try fetchDictionaries(request).compactMap { $0 as? Result }
+        default:
+            break
+        }
         let objects = try fetchObjects(request)
+        if !request.relationshipKeyPathsForPrefetching.isEmpty {
+            try prefetch(request.relationshipKeyPathsForPrefetching, for: objects)
+        }
         switch request.resultType {
         case .managedObjectID:
             return objects.compactMap { $0.objectID as? Result }
-        case .count:
-            return [objects.count].compactMap { $0 as? Result }
-        case .dictionary:
-            return objects.compactMap { object -> Result? in
-                var dictionary: [String: Any] = [:]
-                for property in object.entity.allProperties where property is AttributeDescription {
-                    if let value = object.value(forKey: property.name) { dictionary[property.name] = value }
-                }
-                return dictionary as? Result
-            }
+        case .count, .dictionary:
+            return []
         case .managedObject:
             return try objects.map { object in
                 guard let result = object as? Result else {
@@ -43,6 +46,7 @@ extension ManagedObjectContext {
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
         assertOnQueue()
         let entity = try resolveEntity(request)
+        if request.resultType == .dictionary { return try fetchDictionaries(request).count }
         if request.includesPendingChanges && hasPendingChanges(for: entity) {
             let unlimited = FetchRequest<ManagedObject>(entity: entity)
             unlimited.predicate = request.predicate
@@ -92,6 +96,9 @@ extension ManagedObjectContext {
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
         fetch.sortDescriptors = request.sortDescriptors
+        // IDs only when nothing here reads the values (merging sorts and filters
+        // objects, which reads them).
+        fetch.includesPropertyValues = merging || (request.includesPropertyValues && request.resultType == .managedObject)
         if !merging {
             fetch.fetchOffset = request.fetchOffset
             fetch.fetchLimit = request.fetchLimit
@@ -103,10 +110,15 @@ extension ManagedObjectContext {
             let object: ManagedObject
             if let registered = registry[row.objectID]?.object {
                 object = registered
+                if !fetch.includesPropertyValues { objects.append(object); continue }
                 if object.isFault && !request.returnsObjectsAsFaults {
                     load(row, into: object)
                     object.awakeFromFetch()
+                } else if !object.isFault && request.shouldRefreshRefetchedObjects {
+                    refreshRefetched(object, with: row)
                 }
+            } else if !fetch.includesPropertyValues {
+                object = makeFault(row.objectID, row: nil)
             } else {
                 object = makeFault(row.objectID, row: row)
                 if !request.returnsObjectsAsFaults {
@@ -142,18 +154,23 @@ extension ManagedObjectContext {
         return objects
     }
 
-    /// Evaluates a fetched property for `object`: its request with `$FETCH_SOURCE`
-    /// bound to the object.
+    /// Evaluates a fetched property for `object`: its request (predicate, limit,
+    /// offset... from the model) with `$FETCH_SOURCE` bound to the object and
+    /// `$FETCHED_PROPERTY` to the property (`$FETCHED_PROPERTY.name`,
+    /// `$FETCHED_PROPERTY.userInfo.<key>`). Evaluated on each access, so it
+    /// reflects the context's current objects, unsaved changes included.
     func evaluate(_ fetched: FetchedPropertyDescription, for object: ManagedObject) -> [ManagedObject] {
         guard let template = fetched.fetchRequest,
-              let entity = persistentStoreCoordinator?.managedObjectModel.entitiesByName[template.entityName] else { return [] }
-        let request = FetchRequest<ManagedObject>(entity: entity)
-        if let format = template.predicateFormat,
-           let predicate = try? CorePredicate(format: format).withSubstitutionVariables([
-               "FETCH_SOURCE": object.objectID.formatArgumentValue,
-           ]) {
-            request.predicate = predicate
-        }
+              persistentStoreCoordinator?.managedObjectModel.entitiesByName[template.entityName] != nil else { return [] }
+        let variables: [String: any FormatArgument] = [
+            "FETCH_SOURCE": object.objectID.formatArgumentValue,
+            "FETCHED_PROPERTY": AttributeValue.dictionary([
+                "name": .string(fetched.name),
+                "userInfo": .dictionary(fetched.userInfo.mapValues { .string($0) }),
+            ]),
+        ]
+        guard let request = try? FetchRequest<ManagedObject>(template: template, substitutionVariables: variables) else { return [] }
+        request.resultType = .managedObject
         return (try? fetch(request)) ?? []
     }
 }

@@ -42,6 +42,8 @@ extension ManagedObjectContext {
     public func mergeChanges(from save: ContextSaveSummary) {
         assertOnQueue()
         processPendingChanges()
+        // A context pinned to a query generation moves to the newest one (Core Data).
+        advanceQueryGeneration()
         var merged: [ManagedObject] = []
         for id in save.insertedObjectIDs where registry[id]?.object == nil {
             let object = makeFault(id, row: nil)
@@ -166,7 +168,9 @@ extension ContextSaveSummary {
     /// let save = ContextSaveSummary(didSaveNotification: notification)
     /// ```
     public init?(didSaveNotification notification: Notification) {
-        guard notification.name == ManagedObjectContext.didSaveNotification else { return nil }
+        // A did-save notification, or a history transaction's object-ID notification.
+        guard notification.name == ManagedObjectContext.didSaveNotification
+                || notification.name == PersistentHistoryTransaction.objectIDsNotificationName else { return nil }
         let info = notification.userInfo ?? [:]
         typealias Key = ManagedObjectContext.NotificationKey
         self.init(insertedObjectIDs: info[Key.insertedObjectIDs] as? Set<ObjectID> ?? [],

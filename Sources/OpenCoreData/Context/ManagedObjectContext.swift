@@ -76,6 +76,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public var name: String?
     /// The author recorded with this context's saves in persistent history.
     public var transactionAuthor: String?
+    /// Your own values kept with the context (`userInfo`), such as caches of
+    /// objects fetched once (``Managed/fetchSingleObject(in:cacheKey:configure:)``).
+    /// Like the context, use it on the context's queue.
+    public var userInfo: [String: Any] = [:]
     /// Whether the context merges, on its queue, the saves of the other contexts
     /// of its coordinator — for a child context, the saves of its parent and of
     /// its sibling children into the parent (`automaticallyMergesChangesFromParent`);

@@ -180,6 +180,12 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Empties the row cache: after a batch request changed rows behind every
+    /// context's back, faults fire from the stores again.
+    func forgetCachedRows() {
+        state.withLock { $0.rowCache.removeAll() }
+    }
+
     /// Replaces a cached row with a newer version read from the store (after an
     /// optimistic locking conflict, or another coordinator's save).
     func updateCachedRow(_ row: RowSnapshot) {

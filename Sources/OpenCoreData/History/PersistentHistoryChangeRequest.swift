@@ -37,7 +37,9 @@ public struct PersistentHistoryChangeRequest: Sendable {
 
     /// Whether the request fetches or deletes.
     public enum Operation: Sendable {
+        /// Fetches history after the boundary.
         case fetch
+        /// Deletes history before the boundary.
         case delete
     }
 
@@ -65,6 +67,8 @@ public struct PersistentHistoryChangeRequest: Sendable {
     public var resultType: ResultType = .transactionsAndChanges
     /// The stores to ask (nil: every store of the coordinator).
     public var affectedStores: [any PersistentStore]?
+    /// A predicate on the fetched transactions or changes (fetches only).
+    public var fetchRequest: PersistentHistoryFetchRequest?
 
     /// The token the request starts or ends at, when it has one.
     public var token: PersistentHistoryToken? {
@@ -93,6 +97,13 @@ public struct PersistentHistoryChangeRequest: Sendable {
     /// The transactions committed after `date`.
     public static func fetchHistory(after date: Date) -> PersistentHistoryChangeRequest {
         PersistentHistoryChangeRequest(.fetch, .date(date))
+    }
+
+    /// The transactions (or changes) a fetch request selects, from the beginning.
+    public static func fetchHistory(withFetchRequest fetchRequest: PersistentHistoryFetchRequest) -> PersistentHistoryChangeRequest {
+        var request = PersistentHistoryChangeRequest(.fetch, .token(nil))
+        request.fetchRequest = fetchRequest
+        return request
     }
 
     /// Deletes the transactions up to and including `token`'s (nil: none).
@@ -171,10 +182,23 @@ extension PersistentStoreCoordinator {
                                            count: request.resultType == .count ? deleted : nil, status: true)
         case .fetch:
             let withChanges = [.transactionsAndChanges, .changesOnly, .objectIDs].contains(request.resultType)
+                || request.fetchRequest?.subject == .change
             var transactions: [PersistentHistoryTransaction] = []
             for store in stores { transactions += try store.fetchHistory(request.boundary, withChanges: withChanges) }
             if stores.count > 1 {
                 transactions.sort { ($0.timestamp, $0.storeID, $0.transactionNumber) < ($1.timestamp, $1.storeID, $1.transactionNumber) }
+            }
+            if let fetchRequest = request.fetchRequest {
+                do {
+                    transactions = try fetchRequest.filter(transactions)
+                } catch let error as CoreDataError {
+                    throw error
+                } catch {
+                    throw CoreDataError(.persistentStoreOperation, "The history fetch request's predicate could not be evaluated: \(error)")
+                }
+                if !([.transactionsAndChanges, .changesOnly, .objectIDs].contains(request.resultType)) {
+                    transactions = transactions.map { $0.with(changes: nil) }
+                }
             }
             let changes = transactions.flatMap { $0.changes ?? [] }
             switch request.resultType {

@@ -40,6 +40,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     var deletedFlag = false
     /// Set when the object's row is retained in the coordinator's row cache.
     var rowCacheOwner: PersistentStoreCoordinator?
+    /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
+    /// kept alive while it is.
+    var prefetchedObjects: [ManagedObject] = []
 
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.

@@ -177,6 +177,124 @@ struct PersistentHistoryTests {
         #expect(try context.execute(PersistentHistoryChangeRequest.fetchHistory(after: all[4].token)).transactions?.map(\.transactionNumber) == [6])
     }
 
+    @Test("Changes name the object's own entity; relationship changes are in the bitmap")
+    func subentitiesAndRelationships() throws {
+        let model = try ManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string, preservesValueOnDeletion: true)
+                Relationship("owner", to: "Owner", inverse: "items")
+            }
+            Entity("Special", parent: "Item") {
+                Attribute("level", .integer16)
+            }
+            Entity("Owner") {
+                Relationship("items", to: "Item", inverse: "owner", toMany: true)
+            }
+        }
+        let stack = try Support.stack(model)
+        defer { SQLiteTestSupport.remove(stack.url) }
+        let special = ManagedObject(entity: try #require(model.entitiesByName["Special"]), insertInto: stack.context)
+        special.setValue("deep", forKey: "name")
+        let owner = ManagedObject(entity: try #require(model.entitiesByName["Owner"]), insertInto: stack.context)
+        try stack.context.save()
+        special.setValue(owner, forKey: "owner")
+        special.setValue(3, forKey: "level")
+        try stack.context.save()
+        stack.context.delete(special)
+        try stack.context.save()
+
+        let transactions = try #require(try stack.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions)
+        let update = try #require(transactions[1].changes?.first { $0.changedObjectID == special.objectID })
+        // Special's properties by name: level, name, owner.
+        #expect(update.updatedProperties?.map(\.name) == ["level", "owner"])
+        let delete = try #require(transactions[2].changes?.first { $0.changeType == .delete })
+        #expect(delete.changedObjectID.entityName == "Special")
+        #expect(delete.tombstone == ["name": .string("deep")])
+        try Support.raw(stack.url).read { (db: Database) throws -> Void in
+            let numbers = try Int.fetchAll(db, sql: "SELECT DISTINCT ZENTITY FROM ACHANGE WHERE ZENTITYPK = ? AND ZENTITY <> ?",
+                                           arguments: [special.objectID.primaryKey, stack.store.schema.entityNumber(forEntityNamed: "Owner")])
+            #expect(numbers == [stack.store.schema.entityNumber(forEntityNamed: "Special")])
+            #expect(try Data.fetchOne(db, sql: "SELECT ZCOLUMNS FROM ACHANGE WHERE ZCHANGETYPE = 1 AND ZENTITY = ?",
+                                      arguments: [stack.store.schema.entityNumber(forEntityNamed: "Special")]) == Data([0xA0]))
+        }
+    }
+
+    @Test("A read-only store reads the history it has; one without history tables says so")
+    func readOnly() throws {
+        let model = try Support.model()
+        let stack = try Support.stack(model)
+        defer { SQLiteTestSupport.remove(stack.url) }
+        try Support.insertBook(stack.context, title: "Kept")
+        try stack.context.save()
+        var options = Support.trackingOptions
+        options[SQLiteStore.Option.readOnly] = "1"
+        let reader = try Support.stack(model, url: stack.url, options: options)
+        #expect(try reader.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions?.count == 1)
+        #expect(throws: CoreDataError.self) {
+            try reader.context.execute(PersistentHistoryChangeRequest.deleteHistory(before: Date.distantFuture))
+        }
+
+        let plain = try Support.stack(model, url: stack.url.deletingLastPathComponent().appendingPathComponent("Plain.sqlite"), options: [:])
+        try Support.insertBook(plain.context, title: "Untracked")
+        try plain.context.save()
+        let plainReader = try Support.stack(model, url: plain.url, options: options)
+        let error = #expect(throws: CoreDataError.self) {
+            try plainReader.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?))
+        }
+        #expect(error?.message.contains("ATRANSACTION") == true)
+    }
+
+    @Test("A store with history opened without tracking is read-only until its history is deleted")
+    func forcedReadOnly() throws {
+        let model = try Support.model()
+        let stack = try Support.stack(model)
+        defer { SQLiteTestSupport.remove(stack.url) }
+        #expect(try !Support.stack(model, url: stack.url, options: [:]).store.isReadOnly)
+        try Support.insertBook(stack.context, title: "Tracked")
+        try stack.context.save()
+
+        let untracked = try Support.stack(model, url: stack.url, options: [:])
+        #expect(untracked.store.isReadOnly)
+        try Support.insertBook(untracked.context, title: "Would leave a gap")
+        #expect(throws: CoreDataError.self) { try untracked.context.save() }
+
+        try stack.context.execute(PersistentHistoryChangeRequest.deleteHistory(before: Date.distantFuture))
+        let afterPurge = try Support.stack(model, url: stack.url, options: [:])
+        #expect(!afterPurge.store.isReadOnly)
+    }
+
+    @Test("Fetch requests narrow history by transaction or by change")
+    func predicates() throws {
+        let stack = try Support.stack(try Support.model())
+        defer { SQLiteTestSupport.remove(stack.url) }
+        let context = stack.context
+        context.transactionAuthor = "app"
+        let book = try Support.insertBook(context, title: "Tracked")
+        try context.save()
+        context.transactionAuthor = "sync"
+        try Support.insertBook(context, title: "Other")
+        try context.save()
+        book.setValue(7, forKey: "pages")
+        try context.save()
+
+        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)
+        request.fetchRequest = PersistentHistoryTransaction.fetchRequest(predicate: try CorePredicate(format: "author != %@", "app"))
+        let notApp = try #require(try context.execute(request).transactions)
+        #expect(notApp.map(\.transactionNumber) == [2, 3])
+        #expect(notApp.allSatisfy { $0.changes?.isEmpty == false })
+
+        request.fetchRequest = PersistentHistoryChange.fetchRequest(predicate: try CorePredicate(format: "changedObjectID == %@", book.objectID))
+        let ofBook = try #require(try context.execute(request).transactions)
+        #expect(ofBook.map(\.transactionNumber) == [1, 3])
+        #expect(ofBook.map { $0.changes?.map(\.changeType) ?? [] } == [[.insert], [.update]])
+
+        request.fetchRequest = PersistentHistoryChange.fetchRequest(predicate: try CorePredicate(format: "changeType == 1 AND transaction.author == 'sync'"))
+        request.resultType = .transactionsOnly
+        let updates = try #require(try context.execute(request).transactions)
+        #expect(updates.map(\.transactionNumber) == [3])
+        #expect(updates.first?.changes == nil)
+    }
+
     @Test("Tokens round-trip through Codable and order per store")
     func tokens() throws {
         let token = PersistentHistoryToken(storeIdentifier: "A", transactionNumber: 7)
@@ -268,10 +386,17 @@ struct PersistentHistoryTests {
 
         try Support.insertBook(writer.context, title: "From elsewhere")
         try writer.context.save()
-        for _ in 0..<500 where received.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
-        let first = try #require(received.withLock { $0.first })
-        #expect(first.0?.standardizedFileURL == watcher.url.standardizedFileURL)
-        #expect(first.1 == PersistentHistoryToken(storeIdentifier: watcher.store.identifier, transactionNumber: 1))
+        // Wait for the poll (a generous deadline: the machine may be busy).
+        let deadline = ContinuousClock.now + .seconds(60)
+        // (Reserving the new object's primary key is a write of its own, which may be
+        // noticed first, before the transaction exists.)
+        let expected = PersistentHistoryToken(storeIdentifier: watcher.store.identifier, transactionNumber: 1)
+        func saw() -> Bool { received.withLock { $0.contains { $0.1 == expected } } }
+        while !saw() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let notes = received.withLock { $0 }
+        #expect(saw())
+        #expect(notes.allSatisfy { $0.0?.standardizedFileURL == watcher.url.standardizedFileURL })
+        #expect(notes.allSatisfy { $0.1.map { $0 <= expected } ?? false })
         // The token leads to the other coordinator's transaction.
         let transactions = try watcher.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions
         #expect(transactions?.count == 1)

@@ -110,6 +110,33 @@ struct QueryGenerationTests {
         #expect(try Support.fetchAll(reader.context).count == 3)
     }
 
+    @Test("Merging history into a pinned context moves it to the newest generation")
+    func mergeAdvances() throws {
+        let model = try Support.model()
+        let reader = try Support.stack(model)
+        defer { SQLiteTestSupport.remove(reader.url) }
+        let writer = try Support.stack(model, url: reader.url)
+        let book = try Support.insertBook(writer.context, title: "Draft", pages: 1)
+        try writer.context.save()
+
+        try reader.context.setQueryGenerationFrom(.current)
+        let mine = try #require(try Support.fetchAll(reader.context).first)
+        #expect(mine.attributeValue(forKey: "pages") == .int(1))
+        let start = try #require(reader.coordinator.currentPersistentHistoryToken(fromStores: nil))
+
+        book.setValue(2, forKey: "pages")
+        try Support.insertBook(writer.context, title: "New")
+        try writer.context.save()
+        #expect(try Support.fetchAll(reader.context).count == 1)
+
+        // The writer's transaction, merged through its object-ID notification.
+        let transactions = try #require(try reader.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: start)).transactions)
+        #expect(transactions.count == 1)
+        for transaction in transactions { reader.context.mergeChanges(fromContextDidSave: transaction.objectIDNotification()) }
+        #expect(mine.attributeValue(forKey: "pages") == .int(2))
+        #expect(try Support.fetchAll(reader.context).count == 2)
+    }
+
     @Test("Only SQLite stores support query generations")
     func inMemoryRefused() throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Support.model())

@@ -83,6 +83,11 @@ struct SQLiteHistory: Sendable {
         try db.tableExists("ATRANSACTION") && db.tableExists("ACHANGE") && db.tableExists("ATRANSACTIONSTRING")
     }
 
+    /// Whether a store file holds recorded history (a transaction not yet deleted).
+    static func hasRecordedHistory(_ db: Database) throws -> Bool {
+        try db.tableExists("ATRANSACTION") && (Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM ATRANSACTION)") ?? false)
+    }
+
     /// Reserves `count` primary keys of a history entity; returns the first.
     private func reserveKeys(_ entity: Int, count: Int, _ db: Database) throws -> Int64 {
         try db.cachedStatement(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?").execute(arguments: [count, entity])

@@ -54,7 +54,7 @@ public final class SQLiteStore: PersistentStore {
         self.url = url
         self.model = model
         self.configurationName = configurationName
-        self.isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true"
+        let isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true"
         self.transformers = transformers
         let exists = FileManager.default.fileExists(atPath: url.path)
         if !exists {
@@ -88,11 +88,11 @@ public final class SQLiteStore: PersistentStore {
         }
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
-            let (metadata, schema) = try queue.read { db -> ([String: Any], SQLiteSchema) in
+            let (metadata, schema, hasHistory) = try queue.read { db -> ([String: Any], SQLiteSchema, Bool) in
                 let metadata = try SQLiteStoreMetadata.read(from: db, url: url)
                 try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
                 let schema = try SQLiteSchema(reading: db, model: model, configurationName: configurationName)
-                return (metadata, schema)
+                return (metadata, schema, try SQLiteHistory.hasRecordedHistory(db))
             }
             guard let uuid = metadata[SQLiteStoreMetadata.storeUUIDKey] as? String, !uuid.isEmpty else {
                 throw CoreDataError(.persistentStoreOpen, "The store at \(url.path) has no store UUID in Z_METADATA", url: url)
@@ -100,6 +100,9 @@ public final class SQLiteStore: PersistentStore {
             self.identifier = uuid
             self.schema = schema
             self.metadata = metadata.mapValues { AttributeValue(anyValue: $0) }
+            // As Core Data: a store with history opened without tracking is read-only,
+            // so that its history gets no gap.
+            self.isReadOnly = isReadOnly || (hasHistory && !Option.isOn(options[Option.persistentHistoryTracking]))
         } catch let error as CoreDataError {
             throw error
         } catch {
@@ -109,7 +112,7 @@ public final class SQLiteStore: PersistentStore {
         self.externalStorage = ExternalBinaryStorage(storeURL: url)
         if Option.isOn(options[Option.persistentHistoryTracking]) {
             let history = SQLiteHistory(schema: schema, model: model, configurationName: configurationName)
-            if !isReadOnly {
+            if !self.isReadOnly {
                 do { try queue.write { db in try history.prepareTables(db) } } catch {
                     throw SQLiteStoreErrors.coreDataError(error, url: url, doing: "creating the history tables")
                 }
@@ -126,7 +129,7 @@ public final class SQLiteStore: PersistentStore {
     // MARK: Reading
 
     func fetchRows(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
-        let statement = try translator.selectStatement(for: fetch)
+        let statement = try translator.selectStatement(for: fetch, properties: fetch.includesPropertyValues ? nil : [])
         return try read("fetching \(fetch.entity.name)", in: snapshot) { db in
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0

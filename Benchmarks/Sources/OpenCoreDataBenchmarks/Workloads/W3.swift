@@ -1,0 +1,66 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import OpenCoreData
+import OpenCoreDataPredicates
+
+/// W3: 100 fetches `age == k` (k = 0...99, 1% of the persons each, through the
+/// index on age) in one context or connection, reading each result's score.
+/// OpenCoreData's results are faults fired from the row cache.
+struct W3: Workload {
+    let name = "W3"
+    let title = "100 x fetch `age == k` (indexed, {n/100} rows each), read 1 attribute"
+
+    func expectedChecksum(_ env: BenchEnvironment) throws -> String {
+        guard env.count % 100 == 0 else { throw BenchmarkError("W3 needs a count divisible by 100") }
+        return Checksum.scoresOnly(count: env.count).text
+    }
+
+    func run(_ peer: Peer, _ env: BenchEnvironment) throws -> Sample {
+        let path = env.populatedStore
+        var c = Checksum()
+        let start: Double
+        switch peer {
+        case .raw:
+            let connection = try RawConnection(path: path)
+            start = now()
+            let select = try connection.prepare(PersonTable.selectAll + " WHERE ZAGE = ?")
+            defer { sqlite3_finalize(select) }
+            for k in 0..<100 {
+                sqlite3_bind_int64(select, 1, Int64(k))
+                while true {
+                    let rc = sqlite3_step(select)
+                    if rc == SQLITE_DONE { break }
+                    guard rc == SQLITE_ROW else { throw BenchmarkError("SELECT: \(connection.errorMessage)") }
+                    c.rows += 1
+                    c.scores2 += Int(sqlite3_column_double(select, 5) * 2)
+                }
+                sqlite3_reset(select)
+            }
+        case .opencoredata:
+            let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            start = now()
+            for k in 0..<100 {
+                let request = FetchRequest<ManagedObject>(entityName: "Person")
+                request.predicate = try CorePredicate(format: "age == %d", k)
+                for person in try context.fetch(request) {
+                    c.rows += 1
+                    if case .double(let score) = person.attributeValue(forKey: "score") { c.scores2 += Int(score * 2) }
+                }
+            }
+            withExtendedLifetime(coordinator) {}
+        case .grdb:
+            let queue = try GRDBPeer.open(path: path)
+            start = now()
+            try queue.read { db in
+                for k in 0..<100 {
+                    for person in try GRDBPerson.filter(GRDBPerson.Columns.age == k).fetchAll(db) {
+                        c.rows += 1
+                        c.scores2 += Int(person.score * 2)
+                    }
+                }
+            }
+        }
+        return Sample(seconds: now() - start, checksum: c.text)
+    }
+}

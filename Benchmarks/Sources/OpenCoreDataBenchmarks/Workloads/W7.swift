@@ -1,0 +1,63 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import OpenCoreData
+import OpenCoreDataPredicates
+
+/// W7: scroll the `n/10` persons aged under 10 in batches of 20, reading each
+/// name: time to the first batch (part "first") and to the end (the total).
+/// OpenCoreData uses `fetchBatchSize = 20`; GRDB a cursor read 20 rows at a time;
+/// raw SQLite one statement.
+struct W7: Workload {
+    let name = "W7"
+    let title = "scroll {n/10} persons in batches of 20 (first batch / end)"
+    static let batch = 20
+
+    func expectedChecksum(_ env: BenchEnvironment) throws -> String {
+        var c = Checksum()
+        for i in 0..<env.count where PersonData.age(i) < 10 {
+            c.rows += 1
+            c.textBytes &+= PersonData.byteSum(PersonData.name(i))
+        }
+        return c.text
+    }
+
+    func run(_ peer: Peer, _ env: BenchEnvironment) throws -> Sample {
+        let path = env.populatedStore
+        var c = Checksum()
+        var first = 0.0
+        let start: Double
+        func row(_ bytes: Int, _ start: Double) {
+            c.rows += 1
+            c.textBytes &+= bytes
+            if c.rows == W7.batch { first = now() - start }
+        }
+        switch peer {
+        case .raw:
+            let connection = try RawConnection(path: path)
+            start = now()
+            let select = try connection.prepare(PersonTable.selectAll + " WHERE ZAGE < 10 ORDER BY Z_PK")
+            defer { sqlite3_finalize(select) }
+            while sqlite3_step(select) == SQLITE_ROW { row(rawByteSum(select, 3), start) }
+        case .opencoredata:
+            let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            start = now()
+            let request = FetchRequest<ManagedObject>(entityName: "Person")
+            request.predicate = try CorePredicate(format: "age < 10")
+            request.fetchBatchSize = W7.batch
+            for person in try context.fetch(request) {
+                guard case .string(let name) = person.attributeValue(forKey: "name") else { continue }
+                row(PersonData.byteSum(name), start)
+            }
+            withExtendedLifetime(coordinator) {}
+        case .grdb:
+            let queue = try GRDBPeer.open(path: path)
+            start = now()
+            try queue.read { db in
+                let cursor = try GRDBPerson.filter(GRDBPerson.Columns.age < 10).order(Column("Z_PK")).fetchCursor(db)
+                while let person = try cursor.next() { row(PersonData.byteSum(person.name), start) }
+            }
+        }
+        return Sample(seconds: now() - start, parts: ["first": first], checksum: c.text)
+    }
+}
