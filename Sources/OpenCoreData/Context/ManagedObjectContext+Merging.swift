@@ -51,8 +51,10 @@ extension ManagedObjectContext {
             merged.append(object)
         }
         for id in save.updatedObjectIDs {
-            guard let object = registry[id]?.object, !object.isFault else { continue }
-            refresh(object, mergeChanges: true)
+            // Registered faults are reported too (they load the new values when
+            // they fire): observers such as a fetched results controller hold them.
+            guard let object = registry[id]?.object else { continue }
+            if !object.isFault { refresh(object, mergeChanges: true) }
             eventRefreshed[id] = object
         }
         if !save.deletedObjectIDs.isEmpty {

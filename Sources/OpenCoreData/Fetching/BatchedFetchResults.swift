@@ -107,9 +107,9 @@ extension ManagedObjectContext {
             guard let object = registry[id]?.object else { return true }
             return object.isFault
         }
-        if !missing.isEmpty, persistentStoreCoordinator != nil {
+        if !missing.isEmpty {
             var fetch = StoreFetch(entity: entity)
-            fetch.predicate = try? CorePredicate(format: "SELF IN %@", AttributeValue.array(missing.map { .uri($0.uriRepresentation()) }))
+            fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
             let rows = (try? sourceRows(fetch)) ?? []
             var loaded: [ObjectID: ManagedObject] = [:]
             for row in rows {
