@@ -141,11 +141,17 @@ extension ManagedObjectContext {
 /// (`NSInsertedObjectsKey`, `NSUpdatedObjectsKey`, `NSDeletedObjectsKey` and the
 /// `...ObjectIDsKey` variants, which mean the same here).
 public enum RemoteChangeKey {
+    /// The IDs of inserted objects (`NSInsertedObjectsKey`).
     public static let inserted = "inserted"
+    /// The IDs of updated objects (`NSUpdatedObjectsKey`).
     public static let updated = "updated"
+    /// The IDs of deleted objects (`NSDeletedObjectsKey`).
     public static let deleted = "deleted"
+    /// The IDs of inserted objects (`NSInsertedObjectIDsKey`).
     public static let insertedObjectIDs = "inserted_objectIDs"
+    /// The IDs of updated objects (`NSUpdatedObjectIDsKey`).
     public static let updatedObjectIDs = "updated_objectIDs"
+    /// The IDs of deleted objects (`NSDeletedObjectIDsKey`).
     public static let deletedObjectIDs = "deleted_objectIDs"
 }
 
