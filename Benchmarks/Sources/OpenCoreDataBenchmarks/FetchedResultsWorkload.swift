@@ -116,8 +116,11 @@ enum FetchedResultsWorkload {
         var generator = SystemRandomNumberGenerator()
         let changes = max(20, runs * 10)
         for step in 0..<changes {
-            let sections = controller.sections ?? []
-            guard let section = sections.randomElement(using: &generator), let object = section.objects.randomElement(using: &generator) else { break }
+            // Picked by index path, holding no copy of a section's objects (which
+            // would make the next change copy that section).
+            let counts = controller.sections?.map(\.numberOfObjects) ?? []
+            guard let section = counts.indices.randomElement(using: &generator), counts[section] > 0 else { break }
+            let object = try controller.object(at: IndexPath(indexes: [section, Int.random(in: 0..<counts[section], using: &generator)]))
             object.setValue(Int.random(in: 0..<(count * 2), using: &generator) | 1, forKey: "rank")
             moves.append(seconds { context.processPendingChanges() })
 

@@ -102,31 +102,30 @@ extension FetchedResultsController: ContextChangeObserver {
         }
         for change in deletes + moves { members.remove(ObjectIdentifier(change.object)) }
 
-        // 3. Put the inserted and moving objects where their keys say.
+        // 3. Put the inserted and moving objects where their keys say. New
+        // sections go before the first section whose objects sort after theirs.
         var sections = oldState
-        var arriving: [ObjectIdentifier: [Result]] = [:]
-        var arrivingSection: [ObjectIdentifier: Section] = [:]
+        var arrivals: [String: [Result]] = [:]
+        var names: [String] = []
         for change in inserts + moves {
             let name = sectionName(of: change.object)
-            let section: Section
-            if let existing = sectionByName[name] {
-                section = existing
-            } else {
-                section = Section(id: newSectionID(), name: name, indexTitle: indexTitle(forSectionName: name), objects: [])
-                let keys = sortKeys(of: change.object)
-                let position = sections.firstIndex { other in
-                    guard let first = other.objects.first ?? arriving[ObjectIdentifier(other)]?.first else { return false }
-                    return compare(keys, with: first) == .orderedAscending
-                } ?? sections.count
-                sections.insert(section, at: position)
-                sectionByName[name] = section
-            }
-            arriving[ObjectIdentifier(section), default: []].append(change.object)
-            arrivingSection[ObjectIdentifier(section)] = section
+            if arrivals[name] == nil { names.append(name) }
+            arrivals[name, default: []].append(change.object)
             members.insert(ObjectIdentifier(change.object))
         }
-        for (key, objects) in arriving {
-            guard let section = arrivingSection[key] else { continue }
+        for name in names where sectionByName[name] == nil {
+            guard let first = arrivals[name]?.first else { continue }
+            let keys = sortKeys(of: first)
+            let position = sections.firstIndex { other in
+                guard let representative = other.objects.first ?? arrivals[other.name]?.first else { return false }
+                return compare(keys, with: representative) == .orderedAscending
+            } ?? sections.count
+            let section = Section(id: newSectionID(), name: name, indexTitle: indexTitle(forSectionName: name), objects: [])
+            sections.insert(section, at: position)
+            sectionByName[name] = section
+        }
+        for name in names {
+            guard let section = sectionByName[name], let objects = arrivals[name] else { continue }
             insert(objects, into: section)
         }
 

@@ -239,6 +239,39 @@ struct FetchedResultsControllerTests {
         #expect(controller.fetchedObjects?.allSatisfy { $0.managedObjectContext === stack.context } == true)
     }
 
+    @Test("Follows merges of another context's saves, for faults and loaded objects alike", arguments: allStoreTypes)
+    func followsMerges(storeType: PersistentStoreType) async throws {
+        let stack = try ListStack(storeType: storeType)
+        for index in 0..<10 { stack.item("i\(index)", rank: index * 10) }
+        try stack.context.save()
+        stack.context.reset()
+        let request = try stack.request(sort: byRank)
+        request.fetchBatchSize = 5
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: stack.context,
+                                                  sectionNameKeyPath: nil, cacheName: nil)
+        let delegate = RecordingDelegate()
+        controller.delegate = delegate
+        try controller.performFetch()
+        delegate.load(controller)
+        _ = try controller.object(at: IndexPath(row: 2, section: 0)).value(forKey: "rank")   // loaded; the rest are faults
+
+        let background = stack.newContext()
+        let saves = background.saves
+        let theirs = try background.fetch(request)
+        theirs[2].setValue(95, forKey: "rank")      // the loaded object moves to the end
+        theirs[7].setValue(-5, forKey: "rank")      // a fault moves to the front
+        background.delete(theirs[4])
+        stack.item("new", rank: 55, in: background)
+        try background.save()
+        var iterator = saves.makeAsyncIterator()
+        let save = try #require(await iterator.next())
+        stack.context.mergeChanges(from: save)
+
+        #expect(names(controller) == [[":", "i7", "i0", "i1", "i3", "i5", "new", "i6", "i8", "i9", "i2"]])
+        #expect(delegate.tableIDs == controller.sectionIDs && delegate.problems.isEmpty)
+        #expect(controller.fetchedObjects?.map(\.objectID) == (try stack.context.fetch(request)).map(\.objectID))
+    }
+
     @Test("fetchLimit is kept after changes; objects beyond it move in")
     func fetchLimit() throws {
         let stack = try ListStack()

@@ -11,7 +11,8 @@ extension SQLiteStore {
         try fetchDictionaries(request, in: nil)
     }
 
-    /// Dictionary results read in a query generation's snapshot (nil: the latest state).
+    /// Dictionary results read in a query generation's snapshot (nil: the
+    /// current state).
     func fetchDictionaries(_ request: StoreDictionaryFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [[String: SnapshotValue]] {
         let statement = try translator.dictionaryStatement(for: request)
         var results = try read("fetching dictionaries of \(request.fetch.entity.name)", in: snapshot) { db -> [[String: SnapshotValue]] in
