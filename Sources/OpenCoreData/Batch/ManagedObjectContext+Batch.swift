@@ -123,13 +123,16 @@ extension ManagedObjectContext {
         }
         var ids: [ObjectID] = []
         let stores = coordinator.storesHolding(entity)
-        if case .deleteObjects(let all) = request {
-            for store in stores {
-                let mine = all.filter { $0.storeIdentifier == store.identifier }
-                if !mine.isEmpty { ids += try store.execute(.deleteObjects(mine)) }
+        // Persistent history records the batch under this context's author and name.
+        try HistoryAttribution.$current.withValue(HistoryAttribution(author: transactionAuthor, contextName: name)) {
+            if case .deleteObjects(let all) = request {
+                for store in stores {
+                    let mine = all.filter { $0.storeIdentifier == store.identifier }
+                    if !mine.isEmpty { ids += try store.execute(.deleteObjects(mine)) }
+                }
+            } else {
+                for store in stores { ids += try store.execute(request) }
             }
-        } else {
-            for store in stores { ids += try store.execute(request) }
         }
         coordinator.forgetCachedRows()
         return ids
