@@ -29,19 +29,9 @@ extension CorePredicate {
     }
 
     func substituting(_ variables: [String: CoreExpression], bound: Set<String>) -> CorePredicate {
-        switch self {
-        case .constant:
-            return self
-        case .and(let list):
-            return .and(list.map { $0.substituting(variables, bound: bound) })
-        case .or(let list):
-            return .or(list.map { $0.substituting(variables, bound: bound) })
-        case .not(let sub):
-            return .not(sub.substituting(variables, bound: bound))
-        case .comparison(var comparison):
-            comparison.leftExpression = comparison.leftExpression.substituting(variables, bound: bound)
-            comparison.rightExpression = comparison.rightExpression.substituting(variables, bound: bound)
-            return .comparison(comparison)
+        rewritingExpressions(bound: bound) { expression, bound in
+            guard case .variable(let name) = expression, !bound.contains(name) else { return nil }
+            return variables[name]
         }
     }
 
@@ -67,38 +57,9 @@ extension CoreExpression {
     }
 
     func substituting(_ variables: [String: CoreExpression], bound: Set<String>) -> CoreExpression {
-        func sub(_ e: CoreExpression) -> CoreExpression { e.substituting(variables, bound: bound) }
-        switch self {
-        case .constant, .evaluatedObject, .keyPath, .anyKey:
-            return self
-        case .variable(let name):
-            guard !bound.contains(name), let replacement = variables[name] else { return self }
-            return replacement
-        case let .member(base, path):
-            return .member(sub(base), keyPath: path)
-        case .aggregate(let list):
-            return .aggregate(list.map(sub))
-        case let .function(name, arguments):
-            return .function(name, arguments: arguments.map(sub))
-        case let .customFunction(receiver, selector, arguments):
-            return .customFunction(receiver: sub(receiver), selector: selector, arguments: arguments.map(sub))
-        case let .subquery(collection, variable, predicate):
-            return .subquery(
-                collection: sub(collection), variable: variable,
-                predicate: predicate.substituting(variables, bound: bound.union([variable])))
-        case let .conditional(predicate, a, b):
-            return .conditional(predicate.substituting(variables, bound: bound), trueExpression: sub(a), falseExpression: sub(b))
-        case let .index(base, subscription):
-            if case .expression(let index) = subscription {
-                return .index(sub(base), .expression(sub(index)))
-            }
-            return .index(sub(base), subscription)
-        case let .cast(value, type):
-            return .cast(sub(value), toType: type)
-        case let .setOperation(operation, a, b):
-            return .setOperation(operation, sub(a), sub(b))
-        case let .assignment(variable, value):
-            return .assignment(variable: variable, sub(value))
+        rewritten(bound: bound) { expression, bound in
+            guard case .variable(let name) = expression, !bound.contains(name) else { return nil }
+            return variables[name]
         }
     }
 
