@@ -75,7 +75,7 @@ extension ManagedObjectContext {
             NotificationKey.deletedObjectIDs: summary.deletedObjectIDs,
         ])
         for continuation in saveObservers.values { continuation.yield(summary) }
-        if parent == nil { persistentStoreCoordinator?.contextDidSave(summary, by: self) }
+        broadcast(summary)
     }
 }
 

@@ -30,7 +30,14 @@ extension ManagedObjectContext {
             throw CoreDataError(.coreData, "A having predicate needs propertiesToGroupBy", entityName: entity.name)
         }
         var rows: [[String: SnapshotValue]] = []
-        for store in stores { rows += try store.fetchDictionaries(dictionaryFetch) }
+        let generation = try readGeneration()
+        for store in stores {
+            if let (sqlite, snapshot) = generation?.snapshot(for: store) {
+                rows += try sqlite.fetchDictionaries(dictionaryFetch, in: snapshot)
+            } else {
+                rows += try store.fetchDictionaries(dictionaryFetch)
+            }
+        }
         if stores.count > 1 {
             if request.fetchOffset > 0 { rows = Array(rows.dropFirst(request.fetchOffset)) }
             if request.fetchLimit > 0 { rows = Array(rows.prefix(request.fetchLimit)) }
@@ -101,6 +108,34 @@ extension ManagedObjectContext {
         }
     }
 
+    // MARK: Object IDs
+
+    /// `SELF IN {ids}`, built without parsing.
+    static func objectsPredicate(_ ids: [ObjectID]) -> CorePredicate {
+        .comparison(ComparisonPredicate(.evaluatedObject, .in, .constant(.array(ids.map { .uri($0.uriRepresentation()) }))))
+    }
+
+    /// The IDs of an object ID fetch straight from the store's keys, without
+    /// creating objects, when nothing needs merging here (no unsaved changes of
+    /// the entity, one store); nil otherwise.
+    func storedObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID]? {
+        assertOnQueue("fetch(_:)")
+        let entity = try resolveEntity(request)
+        guard parent == nil, let coordinator = persistentStoreCoordinator else { return nil }
+        if request.includesPendingChanges { processPendingChanges() }
+        if (request.includesPendingChanges && hasPendingChanges(for: entity)) || coordinator.storesHolding(entity).count > 1 {
+            return nil
+        }
+        var fetch = StoreFetch(entity: entity)
+        fetch.predicate = request.predicate
+        fetch.includesSubentities = request.includesSubentities
+        fetch.sortDescriptors = request.sortDescriptors
+        fetch.fetchOffset = request.fetchOffset
+        fetch.fetchLimit = request.fetchLimit
+        fetch.includesPropertyValues = false
+        return try coordinator.fetchRows(fetch, generation: try readGeneration()).map(\.objectID)
+    }
+
     // MARK: Refetched objects
 
     /// Gives a registered object the values of a row just fetched
@@ -143,7 +178,7 @@ extension ManagedObjectContext {
         guard let first = sources.first(where: { $0.entity.relationshipsByName[name] != nil }),
               let relationship = first.entity.relationshipsByName[name],
               let destination = relationship.destinationEntity,
-              let coordinator = persistentStoreCoordinator else {
+              persistentStoreCoordinator != nil else {
             if let entity = objects.first?.entity, entity.propertiesByName[name] == nil {
                 throw CoreDataError(.coreData, "The entity \(entity.name) has no relationship '\(name)' to prefetch",
                                     entityName: entity.name, key: name)
@@ -162,19 +197,19 @@ extension ManagedObjectContext {
                                                 AttributeValue.array(uris))
         } else {
             var seen = Set<ObjectID>()
-            var uris: [AttributeValue] = []
+            var missing: [ObjectID] = []
             for object in relevant {
                 guard let index = object.entity.propertyIndex(named: name), case .toOne(let id?)? = object.slot(index),
                       seen.insert(id).inserted else { continue }
                 if let registered = registry[id]?.object, !registered.isFault { continue }
-                uris.append(.uri(id.uriRepresentation()))
+                missing.append(id)
             }
-            guard !uris.isEmpty else {
+            guard !missing.isEmpty else {
                 return seen.compactMap { registry[$0]?.object }
             }
-            fetch.predicate = try CorePredicate(format: "SELF IN %@", AttributeValue.array(uris))
+            fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
         }
-        let rows = try coordinator.fetchRows(fetch)
+        let rows = try sourceRows(fetch)
         var fetched: [ObjectID: ManagedObject] = [:]
         for row in rows {
             let object: ManagedObject

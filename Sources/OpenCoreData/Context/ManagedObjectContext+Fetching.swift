@@ -22,6 +22,9 @@ extension ManagedObjectContext {
         default:
             break
         }
+        if request.resultType == .managedObjectID, let ids = try storedObjectIDs(request) {
+            return ids.compactMap { $0 as? Result }
+        }
         let objects = try fetchObjects(request)
         if !request.relationshipKeyPathsForPrefetching.isEmpty {
             try prefetch(request.relationshipKeyPathsForPrefetching, for: objects)
@@ -157,7 +160,8 @@ extension ManagedObjectContext {
     /// Evaluates a fetched property for `object`: its request (predicate, limit,
     /// offset... from the model) with `$FETCH_SOURCE` bound to the object and
     /// `$FETCHED_PROPERTY` to the property (`$FETCHED_PROPERTY.name`,
-    /// `$FETCHED_PROPERTY.userInfo.<key>`). Evaluated on each access, so it
+    /// `$FETCHED_PROPERTY.userInfo.<key>`); `$FETCH_SOURCE.<key path>` is the
+    /// object's value there. Evaluated on each access, so it
     /// reflects the context's current objects, unsaved changes included.
     func evaluate(_ fetched: FetchedPropertyDescription, for object: ManagedObject) -> [ManagedObject] {
         guard let template = fetched.fetchRequest,
@@ -169,7 +173,13 @@ extension ManagedObjectContext {
                 "userInfo": .dictionary(fetched.userInfo.mapValues { .string($0) }),
             ]),
         ]
-        guard let request = try? FetchRequest<ManagedObject>(template: template, substitutionVariables: variables) else { return [] }
+        var options = template
+        options.predicateFormat = nil
+        guard let request = try? FetchRequest<ManagedObject>(template: options) else { return [] }
+        if let format = template.predicateFormat {
+            guard let predicate = try? CorePredicate(format: format) else { return [] }
+            request.predicate = FetchSourceResolution.resolve(predicate, source: object).withSubstitutionVariables(variables)
+        }
         request.resultType = .managedObject
         return (try? fetch(request)) ?? []
     }

@@ -97,10 +97,41 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Registers or unregisters the context with its coordinator's merge targets.
+    /// Registers or unregisters the context with the merge targets of its
+    /// coordinator, or of its parent for a child context.
     func updateMergeRegistration(previous: PersistentStoreCoordinator?) {
         previous?.stopMerging(into: self)
-        if automaticallyMergesChangesFromParent && parent == nil { persistentStoreCoordinator?.startMerging(into: self) }
+        let key = ObjectIdentifier(self)
+        if let parent {
+            let child = WeakContext(context: self)
+            let merges = automaticallyMergesChangesFromParent
+            parent.mergingChildren.withLock { children in
+                children = children.filter { $0.value.context != nil }
+                children[key] = merges ? child : nil
+            }
+        } else if automaticallyMergesChangesFromParent {
+            persistentStoreCoordinator?.startMerging(into: self)
+        }
+    }
+
+    /// Hands a save to the contexts that merge it: the coordinator's other
+    /// contexts for a save to the store; for a child's save into its parent, the
+    /// parent's other merging children. A context's own merging children get its
+    /// saves either way.
+    func broadcast(_ save: ContextSaveSummary) {
+        if let parent {
+            parent.handToMergingChildren(save, except: self)
+        } else {
+            persistentStoreCoordinator?.contextDidSave(save, by: self)
+        }
+        handToMergingChildren(save, except: nil)
+    }
+
+    func handToMergingChildren(_ save: ContextSaveSummary, except saver: ManagedObjectContext?) {
+        let children = mergingChildren.withLock { $0.values.compactMap(\.context) }
+        for child in children where child !== saver {
+            child.perform { child.mergeChanges(from: save) }
+        }
     }
 }
 

@@ -59,6 +59,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// ```
     public var parent: ManagedObjectContext? {
         didSet {
+            let key = ObjectIdentifier(self)
+            _ = oldValue?.mergingChildren.withLock { $0.removeValue(forKey: key) }
             parent?.hasChildren.store(true, ordering: .relaxed)
             persistentStoreCoordinator = parent?.persistentStoreCoordinator
         }
@@ -68,6 +70,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     let hasChildren = Atomic(false)
     /// Temporary IDs of objects saved to the store, and their permanent IDs.
     var savedTemporaryIDs: [ObjectID: ObjectID] = [:]
+    /// The child contexts that merge this context's saves and their siblings'.
+    let mergingChildren = Mutex<[ObjectIdentifier: WeakContext]>([:])
     /// A name for the context, recorded in persistent history and logs.
     public var name: String?
     /// The author recorded with this context's saves in persistent history.
@@ -77,8 +81,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Like the context, use it on the context's queue.
     public var userInfo: [String: Any] = [:]
     /// Whether the context merges, on its queue, the saves of the other contexts
-    /// of its coordinator (`automaticallyMergesChangesFromParent`); see
-    /// ``mergeChanges(from:)``.
+    /// of its coordinator — for a child context, the saves of its parent and of
+    /// its sibling children into the parent (`automaticallyMergesChangesFromParent`);
+    /// see ``mergeChanges(from:)``.
     public var automaticallyMergesChangesFromParent = false {
         didSet { updateMergeRegistration(previous: persistentStoreCoordinator) }
     }

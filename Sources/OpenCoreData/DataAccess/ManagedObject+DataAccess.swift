@@ -103,6 +103,33 @@ extension FetchRequestResult where Self: ManagedObject {
         context.delete(object)
     }
 
+    /// Deletes every object of this class's entity (subentities included, or only
+    /// those matching `predicate`) with one batch delete in the store, without
+    /// loading them (Skopelos's `SK_removeAll`), and returns how many were
+    /// deleted. Delete rules apply as in ``BatchDeleteRequest``. The deletions are
+    /// merged into `context` and into every context of the coordinator that
+    /// merges saves automatically (the main context of a ``DataAccessLayer``).
+    ///
+    /// ```swift
+    /// dataAccess.writeSync { context in
+    ///     try Mood.removeAll(in: context)
+    /// }
+    /// ```
+    ///
+    /// Unsaved changes of `context` to the deleted objects are dropped; save
+    /// before a batch delete if they matter.
+    @discardableResult
+    public static func removeAll(predicate: CorePredicate? = nil, in context: ManagedObjectContext) throws -> Int {
+        let request = BatchDeleteRequest(entityName: ManagedObjectClasses.entityName(of: Self.self), predicate: predicate)
+        request.resultType = .objectIDs
+        let ids = try context.execute(request).objectIDs ?? []
+        guard !ids.isEmpty else { return 0 }
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: [RemoteChangeKey.deleted: ids], into: [context])
+        let summary = ContextSaveSummary(insertedObjectIDs: [], updatedObjectIDs: [], deletedObjectIDs: Set(ids))
+        context.persistentStoreCoordinator?.contextDidSave(summary, by: context)
+        return ids.count
+    }
+
     /// This object's counterpart in `context` — the same object when it belongs
     /// to `context`, else the object with the same ID there, or nil when
     /// `context` cannot see it (it was deleted, or never saved where `context`

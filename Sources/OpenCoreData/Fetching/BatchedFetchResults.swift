@@ -107,10 +107,10 @@ extension ManagedObjectContext {
             guard let object = registry[id]?.object else { return true }
             return object.isFault
         }
-        if !missing.isEmpty, let coordinator = persistentStoreCoordinator {
+        if !missing.isEmpty {
             var fetch = StoreFetch(entity: entity)
-            fetch.predicate = try? CorePredicate(format: "SELF IN %@", AttributeValue.array(missing.map { .uri($0.uriRepresentation()) }))
-            let rows = (try? coordinator.fetchRows(fetch)) ?? []
+            fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
+            let rows = (try? sourceRows(fetch)) ?? []
             var loaded: [ObjectID: ManagedObject] = [:]
             for row in rows {
                 let object = registry[row.objectID]?.object ?? makeFault(row.objectID, row: row)

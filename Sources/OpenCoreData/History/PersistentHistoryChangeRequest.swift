@@ -162,6 +162,7 @@ extension ManagedObjectContext {
     /// ```
     @discardableResult
     public func execute(_ request: PersistentHistoryChangeRequest) throws -> PersistentHistoryResult {
+        assertOnQueue()
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
         }

@@ -34,6 +34,7 @@ public struct PersistentHistoryTransaction: Sendable, Hashable, Identifiable {
     /// and in the transaction a ``PersistentHistoryChange`` points back to).
     public let changes: [PersistentHistoryChange]?
 
+    /// The transaction number (unique within its store).
     public var id: Int64 { transactionNumber }
 
     /// A did-save notification carrying the object IDs this transaction inserted,
@@ -107,6 +108,7 @@ public struct PersistentHistoryChange: Sendable, Hashable, Identifiable {
     /// The transaction the change belongs to (without its changes).
     public let transaction: PersistentHistoryTransaction?
 
+    /// The change number (unique within its store).
     public var id: Int64 { changeID }
 
     public static func == (lhs: PersistentHistoryChange, rhs: PersistentHistoryChange) -> Bool {

@@ -151,6 +151,7 @@ extension ManagedObjectContext {
     /// store of the coordinator is not a SQLite store, and when the token belongs
     /// to other stores.
     public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
+        assertOnQueue()
         guard let token else {
             queryGenerationState = .unpinned
             return

@@ -97,6 +97,20 @@ open class MergePolicy: @unchecked Sendable {
             conflict.sourceObject.managedObjectContext?.apply(conflict, mergeType)
         }
     }
+
+    /// Resolves the uniqueness-constraint conflicts of a save, before the context
+    /// tries again: the built-in behaviour of ``mergeType`` (see
+    /// ``ConstraintConflict``). Throwing makes the save fail with that error
+    /// (nothing is written).
+    open func resolve(constraintConflicts conflicts: [ConstraintConflict]) throws {
+        guard mergeType != .error else {
+            throw CoreDataError(.managedObjectConstraintMerge, "Uniqueness constraint failure: \(conflicts.count) conflict(s)",
+                                underlyingErrors: conflicts.map(\.error))
+        }
+        for conflict in conflicts {
+            (conflict.databaseObject ?? conflict.conflictingObjects.first)?.managedObjectContext?.apply(conflict, mergeType)
+        }
+    }
 }
 
 /// An optimistic locking conflict: an object this context saves whose stored row
@@ -162,6 +176,18 @@ extension ManagedObjectContext {
     func saveResolvingConflicts() throws {
         var attempts = 0
         while true {
+            processPendingChanges()
+            let constraintConflicts = try uniquenessConflicts()
+            if !constraintConflicts.isEmpty {
+                attempts += 1
+                if attempts > 4 || mergePolicy === MergePolicy.error {
+                    if mergePolicy === MergePolicy.error { try mergePolicy.resolve(constraintConflicts: constraintConflicts) }
+                    throw CoreDataError(.managedObjectConstraintMerge, "Uniqueness constraint conflicts remain after resolving them",
+                                        underlyingErrors: constraintConflicts.map(\.error))
+                }
+                try mergePolicy.resolve(constraintConflicts: constraintConflicts)
+                continue
+            }
             do {
                 try saveOnce()
                 return

@@ -181,6 +181,31 @@ struct ParentChildTests {
         #expect(try check.performAndWait { try check.itemsByName().keys.sorted() } == ["edited"])
     }
 
+    @Test("A merging child takes in its siblings' saves into the parent and the parent's own saves")
+    func childMerging() async throws {
+        let family = try Family(.sqlite)
+        let (parent, sibling) = (family.parent, family.child)
+        let watcher = ManagedObjectContext(concurrencyType: .privateQueue)
+        watcher.parent = parent
+        watcher.automaticallyMergesChangesFromParent = true
+        let held = QueueBound<ManagedObject?>(nil)
+        try await watcher.perform { held.value = try watcher.existingObject(with: family.milk) }
+        try await sibling.perform {
+            try sibling.existingObject(with: family.milk).setValue(4, forKey: "count")
+            try sibling.save()
+        }
+        await watcher.perform(schedule: .enqueued) {}
+        #expect(await watcher.perform { held.value?.value(forKey: "count") as? Int } == 4)
+        try await parent.perform {
+            try parent.existingObject(with: family.milk).setValue("from the parent", forKey: "note")
+            try parent.save()
+        }
+        await watcher.perform(schedule: .enqueued) {}
+        let merged = await watcher.perform { (held.value?.value(forKey: "count") as? Int, held.value?.value(forKey: "note") as? String) }
+        #expect(merged.0 == 4 && merged.1 == "from the parent")
+        #expect(await watcher.perform { watcher.hasChanges } == false)
+    }
+
     @Test("Each context undoes its own changes")
     func undoPerContext() throws {
         let family = try Family(.inMemory)

@@ -100,6 +100,25 @@ struct PersistentContainerTests {
         await #expect(throws: CoreDataError.self) { try await bad.loadPersistentStores() }
     }
 
+    @Test("A description's history-tracking flag reaches the store: background saves are recorded with their author and context")
+    func historyTracking() async throws {
+        let container = try container(in: try Fixtures.temporaryDirectory())
+        container.persistentStoreDescriptions[0].isHistoryTrackingEnabled = true
+        try await container.loadPersistentStores()
+        let model = container.managedObjectModel
+        try await container.performBackgroundTask { context in
+            context.name = "importer"
+            context.transactionAuthor = "sync"
+            ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context).setValue("a", forKey: "name")
+            try context.save()
+        }
+        let recorded = try await container.viewContext.perform {
+            let transactions = try container.viewContext.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions ?? []
+            return transactions.map { "\($0.author ?? "-")/\($0.contextName ?? "-")" }
+        }
+        #expect(recorded == ["sync/importer"])
+    }
+
     @Test("init(name:) finds <name>.xcdatamodeld on a search path; a missing model is an error at loading, not a crash")
     func modelLookup() async throws {
         let folder = try Fixtures.temporaryDirectory()

@@ -207,6 +207,36 @@ struct DataAccessLayerTests {
         #expect(age == 37, "the main context merged the write into the object it holds")
     }
 
+    @Test("removeAll is one batch delete, merged into the writing and the main context", arguments: storeTypes)
+    func removeAll(type: PersistentStoreType) async throws {
+        let (dataAccess, _) = try DALStack.make(type)
+        dataAccess.writeSync { context in
+            for index in 0..<6 {
+                let user = DALUser.create(in: context)
+                user.firstname = "u\(index)"
+                user.age = Int64(index)
+            }
+        }
+        let main = dataAccess.mainContext
+        let held = try await main.perform {
+            UnsafeObjectBox(try DALUser.first(predicate: CorePredicate(format: "age == 5"), in: main)!)
+        }
+        var removed = -1
+        var remaining: [String] = []
+        dataAccess.writeSync { context in
+            removed = try DALUser.removeAll(predicate: CorePredicate(format: "age >= 3"), in: context)
+            remaining = try DALUser.all(in: context).map(\.firstname).sorted()
+        }
+        #expect(removed == 3)
+        #expect(remaining == ["u0", "u1", "u2"])
+        let (count, heldIsDeleted) = await main.perform {
+            ((try? DALUser.count(in: main)) ?? -1, held.object.isDeleted || held.object.managedObjectContext == nil)
+        }
+        #expect(count == 3)
+        #expect(heldIsDeleted, "the main context merged the batch delete")
+        #expect(dataAccess.errors.withLock { $0 }.isEmpty)
+    }
+
     @Test("nuke wipes the store; the stack keeps working", arguments: storeTypes)
     func nuke(type: PersistentStoreType) throws {
         let (dataAccess, url) = try DALStack.make(type)

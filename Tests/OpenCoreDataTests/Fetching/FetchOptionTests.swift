@@ -136,6 +136,31 @@ struct FetchOptionTests {
         #expect(try stack.context.count(for: request) == stored)
     }
 
+    @Test("a child context's ID fetches, batches and prefetching read its parent", arguments: allStoreTypes)
+    func childContext(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        let objects = try seed.insert(into: stack)
+        let added = stack.mood(rating: 5)
+        objects.moods[0].setValue(5, forKey: "rating")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue)
+        child.parent = stack.context
+        let expected = seed.moods.enumerated().filter { $0.offset == 0 || $0.element.rating == 5 }.count + 1
+        try child.performAndWait {
+            let ids = FetchRequest<ObjectID>(entityName: "Mood")
+            ids.predicate = try CorePredicate(format: "rating == 5")
+            #expect(try child.fetch(ids).count == expected)
+            #expect(try child.fetch(ids).contains(added.objectID))
+            let request = FetchRequest<Mood>(entityName: "Mood")
+            request.predicate = ids.predicate
+            request.fetchBatchSize = 3
+            request.relationshipKeyPathsForPrefetching = ["country"]
+            let lazy = try child.fetchInBatches(request)
+            #expect(lazy.count == expected)
+            #expect(lazy.allSatisfy { $0.value(forKey: "rating") as? Int == 5 })
+            #expect(try child.fetch(request).count == expected)
+        }
+    }
+
     @Test("asynchronous fetch: progress, completion, cancellation", arguments: allStoreTypes)
     func asynchronous(storeType: PersistentStoreType) throws {
         let stack = try TestStack(storeType: storeType)
@@ -175,7 +200,7 @@ struct FetchTemplateTests {
             Entity("Author", className: "ManagedObject") {
                 Attribute("name", .string)
                 Attribute("minimum", .integer64, defaultValue: 0)
-                FetchedProperty("goodBooks", entity: "Book", predicate: "author == $FETCH_SOURCE AND stars >= 2")
+                FetchedProperty("goodBooks", entity: "Book", predicate: "author == $FETCH_SOURCE AND stars >= $FETCH_SOURCE.minimum")
                 FetchedProperty("named", entity: "Book", predicate: "title == $FETCHED_PROPERTY.name")
             }
             Entity("Book", className: "ManagedObject") {
@@ -240,5 +265,8 @@ struct FetchTemplateTests {
         book.setValue(9, forKey: "stars")
         book.setValue(author, forKey: "author")
         #expect(((author.value(forKey: "goodBooks") as? [ManagedObject]) ?? []).count == 3)
+        // $FETCH_SOURCE.minimum follows the source's current value.
+        author.setValue(3, forKey: "minimum")
+        #expect(Set(((author.value(forKey: "goodBooks") as? [ManagedObject]) ?? []).compactMap { $0.value(forKey: "stars") as? Int }) == [4, 9])
     }
 }

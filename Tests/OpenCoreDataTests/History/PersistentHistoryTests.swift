@@ -295,6 +295,47 @@ struct PersistentHistoryTests {
         #expect(updates.first?.changes == nil)
     }
 
+    @Test("A persistent container with history tracking records background saves")
+    func container() async throws {
+        let model = try Support.model()
+        let url = try Fixtures.temporaryDirectory().appendingPathComponent("Container.sqlite")
+        defer { SQLiteTestSupport.remove(url) }
+        let container = PersistentContainer(name: "Library", managedObjectModel: model)
+        var description = PersistentStoreDescription(url: url)
+        description.isHistoryTrackingEnabled = true
+        container.persistentStoreDescriptions = [description]
+        try await container.loadPersistentStores()
+        #expect((container.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)?.isTrackingHistory == true)
+
+        try await container.performBackgroundTask { context in
+            context.name = "background"
+            context.transactionAuthor = "import"
+            try Support.insertBook(context, title: "Imported")
+            try context.save()
+        }
+        let seen = try await container.performBackgroundTask { context in
+            try context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions?
+                .map { "\($0.author ?? "-") \($0.contextName ?? "-") \($0.changes?.count ?? 0)" } ?? []
+        }
+        #expect(seen == ["import background 1"])
+    }
+
+    @Test("Batch deletes and updates are recorded like saves, tombstones included")
+    func batchRequests() throws {
+        let stack = try Support.stack(try Support.model())
+        defer { SQLiteTestSupport.remove(stack.url) }
+        for index in 0..<4 { try Support.insertBook(stack.context, title: "Book \(index)", isbn: "isbn-\(index)", pages: index) }
+        try stack.context.save()
+        let start = try #require(stack.coordinator.currentPersistentHistoryToken(fromStores: nil))
+
+        try stack.context.execute(BatchDeleteRequest(entityName: "Book", predicate: try CorePredicate(format: "pages < 2")))
+        let transactions = try #require(try stack.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: start)).transactions)
+        #expect(transactions.count == 1)
+        let changes = transactions.first?.changes ?? []
+        #expect(changes.map(\.changeType) == [.delete, .delete])
+        #expect(Set(changes.compactMap { $0.tombstone?["isbn"] }) == [.string("isbn-0"), .string("isbn-1")])
+    }
+
     @Test("Tokens round-trip through Codable and order per store")
     func tokens() throws {
         let token = PersistentHistoryToken(storeIdentifier: "A", transactionNumber: 7)

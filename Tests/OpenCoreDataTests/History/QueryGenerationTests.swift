@@ -137,6 +137,34 @@ struct QueryGenerationTests {
         #expect(try Support.fetchAll(reader.context).count == 2)
     }
 
+    @Test("Dictionary results, prefetching and batched fetches read the pinned generation too")
+    func otherFetchKinds() throws {
+        let model = try Support.model()
+        let reader = try Support.stack(model, options: [:])
+        defer { SQLiteTestSupport.remove(reader.url) }
+        let writer = try Support.stack(model, url: reader.url, options: [:])
+        for index in 0..<6 { try Support.insertBook(writer.context, title: "Book \(index)", pages: index) }
+        try writer.context.save()
+
+        try reader.context.setQueryGenerationFrom(.current)
+        let titles = FetchRequest<[String: Any]>(entityName: "Book")
+        titles.propertiesToFetch = ["title"]
+        titles.sortDescriptors = [CoreSortDescriptor(key: "title")]
+        #expect(try reader.context.fetch(titles).count == 6)
+
+        for book in try Support.fetchAll(writer.context) { book.setValue(100, forKey: "pages") }
+        try Support.insertBook(writer.context, title: "Book 6")
+        try writer.context.save()
+
+        #expect(try reader.context.fetch(titles).count == 6)
+        let batched = FetchRequest<ManagedObject>(entityName: "Book")
+        batched.sortDescriptors = [CoreSortDescriptor(key: "title")]
+        batched.fetchBatchSize = 2
+        let books = try reader.context.fetchInBatches(batched)
+        #expect(books.count == 6)
+        #expect(books[5].attributeValue(forKey: "pages") == .int(5))
+    }
+
     @Test("Only SQLite stores support query generations")
     func inMemoryRefused() throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Support.model())

@@ -8,8 +8,14 @@ extension SQLiteStore {
     /// a having predicate is applied to the result dictionaries (then offset and
     /// limit), as in memory.
     public func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
+        try fetchDictionaries(request, in: nil)
+    }
+
+    /// Dictionary results read in a query generation's snapshot (nil: the
+    /// current state).
+    func fetchDictionaries(_ request: StoreDictionaryFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [[String: SnapshotValue]] {
         let statement = try translator.dictionaryStatement(for: request)
-        var results = try read("fetching dictionaries of \(request.fetch.entity.name)") { db -> [[String: SnapshotValue]] in
+        var results = try read("fetching dictionaries of \(request.fetch.entity.name)", in: snapshot) { db -> [[String: SnapshotValue]] in
             for collation in statement.collations { SQLiteFunctions.ensureCollation(collation, in: db) }
             let rows = try Row.fetchCursor(db, sql: statement.sql.text, arguments: StatementArguments(statement.sql.arguments))
             var results: [[String: SnapshotValue]] = []
