@@ -123,13 +123,16 @@ extension ManagedObjectContext {
         }
         var ids: [ObjectID] = []
         let stores = coordinator.storesHolding(entity)
-        if case .deleteObjects(let all) = request {
-            for store in stores {
-                let mine = all.filter { $0.storeIdentifier == store.identifier }
-                if !mine.isEmpty { ids += try store.execute(.deleteObjects(mine)) }
+        // Persistent history records the batch under this context's author and name.
+        try HistoryAttribution.$current.withValue(HistoryAttribution(author: transactionAuthor, contextName: name)) {
+            if case .deleteObjects(let all) = request {
+                for store in stores {
+                    let mine = all.filter { $0.storeIdentifier == store.identifier }
+                    if !mine.isEmpty { ids += try store.execute(.deleteObjects(mine)) }
+                }
+            } else {
+                for store in stores { ids += try store.execute(request) }
             }
-        } else {
-            for store in stores { ids += try store.execute(request) }
         }
         coordinator.forgetCachedRows()
         return ids
@@ -141,11 +144,17 @@ extension ManagedObjectContext {
 /// (`NSInsertedObjectsKey`, `NSUpdatedObjectsKey`, `NSDeletedObjectsKey` and the
 /// `...ObjectIDsKey` variants, which mean the same here).
 public enum RemoteChangeKey {
+    /// The IDs of inserted objects (`NSInsertedObjectsKey`).
     public static let inserted = "inserted"
+    /// The IDs of updated objects (`NSUpdatedObjectsKey`).
     public static let updated = "updated"
+    /// The IDs of deleted objects (`NSDeletedObjectsKey`).
     public static let deleted = "deleted"
+    /// The IDs of inserted objects (`NSInsertedObjectIDsKey`).
     public static let insertedObjectIDs = "inserted_objectIDs"
+    /// The IDs of updated objects (`NSUpdatedObjectIDsKey`).
     public static let updatedObjectIDs = "updated_objectIDs"
+    /// The IDs of deleted objects (`NSDeletedObjectIDsKey`).
     public static let deletedObjectIDs = "deleted_objectIDs"
 }
 

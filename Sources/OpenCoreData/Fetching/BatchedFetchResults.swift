@@ -82,10 +82,14 @@ extension ManagedObjectContext {
         assertOnQueue()
         if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
         let entity = try resolveEntity(request)
-        let expected = ManagedObjectClasses.type(for: entity)
-        guard expected is Result.Type else {
-            throw CoreDataError(.coreData, "The fetch of '\(entity.name)' returns \(expected) objects, not \(Result.self): register the class with ManagedObjectClasses.register or set the entity's class name",
-                                entityName: entity.name)
+        // Every object the collection can hold must be a Result: checked here, so
+        // that reading an element never fails.
+        for member in request.includesSubentities ? entity.selfAndDescendants : [entity] where !member.isAbstract {
+            let expected = ManagedObjectClasses.type(for: member)
+            guard expected is Result.Type else {
+                throw CoreDataError(.coreData, "The fetch of '\(member.name)' returns \(expected) objects, not \(Result.self): register the class with ManagedObjectClasses.register or set the entity's class name",
+                                    entityName: member.name)
+            }
         }
         let idRequest = FetchRequest<ObjectID>(entity: entity)
         idRequest.predicate = request.predicate

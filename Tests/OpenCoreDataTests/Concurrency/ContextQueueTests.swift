@@ -186,7 +186,22 @@ struct ContextQueueTests {
                 semaphore.signal()
             }
             semaphore.wait()
-            exit(saved ? 0 : 3)
+            // Parent and child, merging, policies: no false alarm on the way.
+            let child = ManagedObjectContext(concurrencyType: .privateQueue)
+            child.parent = context
+            let watcher = stack.context()
+            watcher.automaticallyMergesChangesFromParent = true
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            let pushed = child.performAndWait { () -> Bool in
+                let item = ManagedObject(entity: stack.item, insertInto: child)
+                item.setValue("from the child", forKey: "name")
+                _ = try? child.fetch(FetchRequest<ManagedObject>(entityName: "Item")).map { $0.value(forKey: "name") }
+                return (try? child.save()) != nil
+            }
+            let stored = context.performAndWait { (try? context.save()) != nil }
+            watcher.perform { _ = watcher.registeredObjects.count; semaphore.signal() }
+            semaphore.wait()
+            exit(saved && pushed && stored ? 0 : 3)
         }
     }
 }

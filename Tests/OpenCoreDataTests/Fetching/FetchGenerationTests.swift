@@ -32,3 +32,33 @@ struct FetchGenerationTests {
         #expect(try reader.context.fetch(sum).first?.int("pages") == 13)
     }
 }
+
+@Suite("Batch requests and persistent history")
+struct BatchHistoryTests {
+    typealias Support = HistoryTestSupport
+
+    @Test("Batch requests on a tracking store are recorded in the history")
+    func recorded() throws {
+        let model = try Support.model()
+        let stack = try Support.stack(model)
+        defer { SQLiteTestSupport.remove(stack.url) }
+        let context = stack.context
+        _ = try Support.insertBook(context, title: "A", pages: 1)
+        _ = try Support.insertBook(context, title: "B", pages: 2)
+        try context.save()
+        let update = BatchUpdateRequest(entityName: "Book")
+        update.propertiesToUpdate = ["pages": try CoreExpression(format: "pages + 1")]
+        update.resultType = .objectIDs
+        let updated = try #require(try context.execute(update).objectIDs)
+        let delete = BatchDeleteRequest(entityName: "Book", predicate: try CorePredicate(format: "title == 'A'"))
+        delete.resultType = .objectIDs
+        let deleted = try #require(try context.execute(delete).objectIDs)
+        let transactions = try #require(try context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions)
+        #expect(transactions.count == 3)
+        #expect(Set(transactions[1].changes?.filter { $0.changeType == .update }.map(\.changedObjectID) ?? []) == Set(updated))
+        #expect(transactions[2].changes?.filter { $0.changeType == .delete }.map(\.changedObjectID) == deleted)
+        let pages = FetchRequest<[String: Any]>(entityName: "Book")
+        pages.propertiesToFetch = ["pages"]
+        #expect(try context.fetch(pages).compactMap { $0.int("pages") } == [3])
+    }
+}

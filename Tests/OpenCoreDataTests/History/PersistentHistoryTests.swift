@@ -328,9 +328,12 @@ struct PersistentHistoryTests {
         try stack.context.save()
         let start = try #require(stack.coordinator.currentPersistentHistoryToken(fromStores: nil))
 
+        stack.context.transactionAuthor = "cleanup"
+        stack.context.name = "maintenance"
         try stack.context.execute(BatchDeleteRequest(entityName: "Book", predicate: try CorePredicate(format: "pages < 2")))
         let transactions = try #require(try stack.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: start)).transactions)
         #expect(transactions.count == 1)
+        #expect(transactions.first?.author == "cleanup" && transactions.first?.contextName == "maintenance")
         let changes = transactions.first?.changes ?? []
         #expect(changes.map(\.changeType) == [.delete, .delete])
         #expect(Set(changes.compactMap { $0.tombstone?["isbn"] }) == [.string("isbn-0"), .string("isbn-1")])

@@ -203,3 +203,22 @@ struct SQLiteHistory: Sendable {
         return (Bundle.main.bundleIdentifier ?? name, name)
     }()
 }
+
+/// Who a store-level change (a batch request) is recorded as in persistent
+/// history: the executing context's author and name, bound for the duration of
+/// the request.
+struct HistoryAttribution: Sendable {
+    var author: String?
+    var contextName: String?
+
+    @TaskLocal static var current: HistoryAttribution?
+
+    /// `changes` with the current attribution when they carry none.
+    static func attributed(_ changes: SaveChanges) -> SaveChanges {
+        guard changes.transactionAuthor == nil, changes.contextName == nil, let current else { return changes }
+        var changes = changes
+        changes.transactionAuthor = current.author
+        changes.contextName = current.contextName
+        return changes
+    }
+}

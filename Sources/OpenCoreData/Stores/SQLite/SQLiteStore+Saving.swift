@@ -10,6 +10,7 @@ extension SQLiteStore {
         if isReadOnly {
             throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url)
         }
+        let changes = history == nil ? changes : HistoryAttribution.attributed(changes)
         try write("saving") { db in
             try checkVersions(changes, db)
             let tombstones = try history?.tombstones(of: changes.deleted, schema: schema, db) ?? [:]
