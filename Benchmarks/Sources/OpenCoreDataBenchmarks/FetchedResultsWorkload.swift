@@ -6,8 +6,8 @@ import OpenCoreDataPredicates
 //
 //   OpenCoreDataBenchmarks frc --count 100000 --runs 7 --dir D
 //
-// A SQLite store of `count` items in 100 sections (sort: section, then rank;
-// batch size 20). Measures `performFetch()` (what a list would pay to refetch)
+// A SQLite store of `count` items (sort: section, then rank; batch size 20),
+// shown in 100 sections, then as one section. Measures `performFetch()` (what a list would pay to refetch)
 // against reacting to one change: one object's sort key changes (a move), one
 // object is inserted, one deleted, each followed by `processPendingChanges()`
 // with the controller and a delegate attached. Prints one JSON object. The
@@ -89,6 +89,15 @@ enum FetchedResultsWorkload {
             try populate(count: count, path: path)
             log("prepared \(path) in \(String(format: "%.2f", Double(DispatchTime.now().uptimeNanoseconds - start) * 1e-9)) s")
         }
+        // 100 sections of count/100 objects, then one section of `count`.
+        let layouts = [try measure(count: count, runs: runs, path: path, sectioned: true),
+                       try measure(count: count, runs: runs, path: path, sectioned: false)]
+        let result: [String: Any] = ["workload": "FRC", "count": count, "runs": runs, "batch_size": 20, "layouts": layouts]
+        let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+        print(String(decoding: json, as: UTF8.self))
+    }
+
+    static func measure(count: Int, runs: Int, path: String, sectioned: Bool) throws -> [String: Any] {
         let (coordinator, context) = try open(path)
         guard let entity = model.entitiesByName["Item"] else { throw BenchmarkError("no Item entity") }
         let request = FetchRequest<ManagedObject>(entity: entity)
@@ -100,12 +109,12 @@ enum FetchedResultsWorkload {
         for _ in 0..<(runs + 1) {
             context.reset()
             let fresh = FetchedResultsController(fetchRequest: request, managedObjectContext: context,
-                                                 sectionNameKeyPath: "section", cacheName: nil)
+                                                 sectionNameKeyPath: sectioned ? "section" : nil, cacheName: nil)
             refetches.append(try seconds { try fresh.performFetch() })
             controller = fresh
         }
         refetches.removeFirst()   // warm-up
-        guard let controller, controller.fetchedObjects?.count == count, controller.sections?.count == min(100, count) else {
+        guard let controller, controller.fetchedObjects?.count == count, controller.sections?.count == (sectioned ? min(100, count) : 1) else {
             throw BenchmarkError("the controller fetched \(controller?.fetchedObjects?.count ?? -1) objects in \(controller?.sections?.count ?? -1) sections")
         }
         let delegate = CountingDelegate()
@@ -138,13 +147,10 @@ enum FetchedResultsWorkload {
         }
         let refetch = median(refetches)
         let reaction = median(moves + inserts + deletes)
-        log("FRC count \(count): performFetch \(String(format: "%.4f", refetch)) s; one change: move \(String(format: "%.6f", median(moves))) s, insert \(String(format: "%.6f", median(inserts))) s, delete \(String(format: "%.6f", median(deletes))) s (\(String(format: "%.2f", reaction / refetch * 100)) % of a refetch)")
-        let result: [String: Any] = [
-            "workload": "FRC",
-            "count": count,
-            "runs": runs,
-            "batch_size": 20,
-            "sections": 100,
+        withExtendedLifetime(coordinator) {}
+        log("FRC count \(count), \(sectioned ? "100 sections" : "one section"): performFetch \(String(format: "%.4f", refetch)) s; one change: move \(String(format: "%.6f", median(moves))) s, insert \(String(format: "%.6f", median(inserts))) s, delete \(String(format: "%.6f", median(deletes))) s (\(String(format: "%.3f", reaction / refetch * 100)) % of a refetch)")
+        return [
+            "sections": sectioned ? 100 : 1,
             "perform_fetch_median_s": refetch,
             "perform_fetch_samples": refetches,
             "one_change_median_s": reaction,
@@ -153,8 +159,5 @@ enum FetchedResultsWorkload {
             "delete_median_s": median(deletes),
             "one_change_fraction_of_refetch": reaction / refetch,
         ]
-        let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
-        print(String(decoding: json, as: UTF8.self))
-        withExtendedLifetime(coordinator) {}
     }
 }

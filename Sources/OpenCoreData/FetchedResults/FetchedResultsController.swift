@@ -344,6 +344,9 @@ public final class FetchedResultsController<Result: ManagedObject> {
         if let section = sectionByName[sectionName], let sectionIndex = state.firstIndex(where: { $0 === section }) {
             let objects = section.objects
             var row = lowerBound(keys, in: objects)
+            // The object itself compares with its current keys: if they sort
+            // before the ones it was placed with, the search ends just after it.
+            if row > 0, objects[row - 1] === object { return (sectionIndex, row - 1) }
             while row < objects.count {
                 if objects[row] === object { return (sectionIndex, row) }
                 if compare(keys, with: objects[row]) != .orderedSame { break }
