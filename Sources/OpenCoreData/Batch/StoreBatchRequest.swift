@@ -106,7 +106,7 @@ enum StoreBatchExecution {
         if case .constant(let value) = expression {
             result = value
         } else {
-            result = try expression.value(with: StoreRowObject(row: row, graph: graph)).attributeValue ?? .null
+            result = try expression.value(with: RowObject(row: row, graph: graph)).attributeValue ?? .null
         }
         return try typed(result, attribute)
     }

@@ -194,12 +194,12 @@ struct StoreDictionaryEvaluation {
                                         "A dictionary fetch can only follow to-one relationships, not '\(key)' in '\(path)'",
                                         entityName: here.objectID.entity.name, key: key)
                 }
-                current = try id.flatMap { try graph.row($0) }
+                current = try id.flatMap { try graph.loadRow($0) }
             }
             return .attribute(.null)
         }
-        let result = try expression.value(with: StoreRowObject(row: row, graph: graph))
-        if case .object(let object) = result, let rowObject = object as? StoreRowObject { return .toOne(rowObject.row.objectID) }
+        let result = try expression.value(with: RowObject(row: row, graph: graph))
+        if case .object(let object) = result, let rowObject = object as? RowObject { return .toOne(rowObject.row.objectID) }
         return .attribute(result.attributeValue ?? .null)
     }
 
@@ -265,7 +265,7 @@ extension AttributeValue {
 
 /// The rows of a store by object ID, loaded once each: lets evaluation walk
 /// relationships of rows.
-final class StoreRowGraph {
+final class StoreRowGraph: RowSource {
     let store: any PersistentStore
     private var rows: [ObjectID: RowSnapshot] = [:]
 
@@ -273,43 +273,20 @@ final class StoreRowGraph {
 
     func remember(_ row: RowSnapshot) { rows[row.objectID] = row }
 
-    func row(_ id: ObjectID) throws -> RowSnapshot? {
+    /// The row of `id`, read from the store once; store errors are thrown.
+    func loadRow(_ id: ObjectID) throws -> RowSnapshot? {
         if let row = rows[id] { return row }
         guard let row = try store.row(for: id) else { return nil }
         rows[id] = row
         return row
     }
 
-    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) throws -> [ObjectID] {
+    /// The row of `id` for evaluation, where a row that cannot be read is none.
+    func row(_ id: ObjectID) -> RowSnapshot? { (try? loadRow(id)) ?? nil }
+
+    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ObjectID] {
         if case .toMany(let ids?)? = row.value(named: relationship.name) { return ids }
-        return try store.relatedObjectIDs(of: row.objectID, relationship: relationship)
+        return (try? store.relatedObjectIDs(of: row.objectID, relationship: relationship)) ?? []
     }
 }
 
-/// A row seen through key-value coding, its relationships resolved through a
-/// ``StoreRowGraph``.
-struct StoreRowObject: KeyValueCoding {
-    let row: RowSnapshot
-    let graph: StoreRowGraph
-
-    func value(forKey key: String) -> Any? {
-        guard let index = row.objectID.entity.propertyIndex(named: key), index < row.values.count else {
-            if key == "objectID" { return AttributeValue.uri(row.objectID.uriRepresentation()) }
-            return nil
-        }
-        switch row.values[index] {
-        case .attribute(let value):
-            return value
-        case .toOne(let id):
-            return id.flatMap { try? graph.row($0) }.map { StoreRowObject(row: $0, graph: graph) }
-        case .toMany:
-            guard let relationship = row.objectID.entity.allProperties[index] as? RelationshipDescription else { return nil }
-            let ids = (try? graph.relatedIDs(of: row, relationship)) ?? []
-            let objects = ids.compactMap { id in (try? graph.row(id)).flatMap { $0 }.map { StoreRowObject(row: $0, graph: graph) } }
-            if relationship.isOrdered { return objects }
-            return EvaluatedValue.collection(objects.map { .object($0) }, isOrdered: false)
-        }
-    }
-
-    var predicateIdentity: AttributeValue? { .uri(row.objectID.uriRepresentation()) }
-}

@@ -185,37 +185,13 @@ public final class InMemoryStore: PersistentStore {
     }
 }
 
-/// Lets predicates and sort descriptors walk rows and their relationships.
-struct RowGraph {
+/// Lets predicates and sort descriptors walk the rows of an in-memory state and
+/// their relationships.
+struct RowGraph: RowSource {
     let state: InMemoryStore.State
-    func object(_ id: ObjectID) -> RowObject? {
-        state.row(id).map { RowObject(row: $0, graph: self) }
+    func row(_ id: ObjectID) -> RowSnapshot? { state.row(id) }
+    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ObjectID] {
+        if case .toMany(let ids?)? = row.value(named: relationship.name) { return ids }
+        return []
     }
-}
-
-/// A store row seen through key-value coding.
-struct RowObject: KeyValueCoding {
-    let row: RowSnapshot
-    let graph: RowGraph
-
-    func value(forKey key: String) -> Any? {
-        guard let index = row.objectID.entity.propertyIndex(named: key), index < row.values.count else {
-            if key == "objectID" { return AttributeValue.uri(row.objectID.uriRepresentation()) }
-            return nil
-        }
-        switch row.values[index] {
-        case .attribute(let value):
-            return value
-        case .toOne(let id):
-            return id.flatMap { graph.object($0) }
-        case .toMany(let ids):
-            let objects = (ids ?? []).compactMap { graph.object($0) }
-            if let relationship = row.objectID.entity.allProperties[index] as? RelationshipDescription, relationship.isOrdered {
-                return objects
-            }
-            return EvaluatedValue.collection(objects.map { .object($0) }, isOrdered: false)
-        }
-    }
-
-    var predicateIdentity: AttributeValue? { .uri(row.objectID.uriRepresentation()) }
 }
