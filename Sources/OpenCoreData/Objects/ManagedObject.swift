@@ -40,6 +40,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     var deletedFlag = false
     /// Set when the object's row is retained in the coordinator's row cache.
     var rowCacheOwner: PersistentStoreCoordinator?
+    /// The object's latest context registry entry (earlier ones chained from it),
+    /// marked dead when the object goes.
+    var registryEntry: ManagedObjectContext.WeakObject?
 
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
@@ -65,6 +68,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     deinit {
+        var entry = registryEntry
+        while let current = entry {
+            current.isAlive = false
+            entry = current.previous
+        }
         rowCacheOwner?.releaseRow(objectID)
     }
 
