@@ -24,6 +24,15 @@ public enum CommandOutput {
     /// The sink of the current task, if any.
     @TaskLocal public static var sink: Sink?
 
+    /// A function writing lines where ``emit(_:)`` writes them now, for code that
+    /// runs later or on other queues (where the task's sink is not visible).
+    static func emitter() -> @Sendable (String) -> Void {
+        let sink = sink
+        return { line in
+            if let sink { sink.append(line) } else { print(line) }
+        }
+    }
+
     /// Writes one line.
     static func emit(_ line: String) {
         if let sink { sink.append(line) } else { print(line) }

@@ -5,7 +5,7 @@ import OpenCoreDataPredicates
 
 /// `ocd demo`: the book's Moody app in a few steps, on an embedded SQLite store,
 /// narrating what Core Data does at each one.
-struct DemoCommand: ParsableCommand {
+struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Run the Moody demo on an embedded SQLite store."
@@ -14,20 +14,28 @@ struct DemoCommand: ParsableCommand {
     @Option(help: "Keep the store at this path (default: a temporary file).")
     var store: String?
 
-    func run() throws {
+    func run() async throws {
         do {
-            try Demo(storePath: store).run()
+            try await Demo(storePath: store, output: CommandOutput.emitter()).run()
         } catch let error as CoreDataError {
             throw CommandFailure(error.description)
         }
     }
 }
 
-/// The demo's steps.
+/// The demo's steps: the Moody app of *Core Data* (objc.io) — moods with a date
+/// and colors, in countries on continents — shown through a fetched results
+/// controller on the main context while the app inserts, deletes, undoes and
+/// imports in the background.
 struct Demo {
     let storePath: String?
+    /// Where the narration goes (captured, so that main-queue callbacks write to
+    /// the same place as the command).
+    let output: @Sendable (String) -> Void
 
-    /// The book's Moody model, declared in code.
+    /// The book's Moody model, declared in code: `Mood` (date, colors, rating) in a
+    /// `Country`, countries on a `Continent`, both under the abstract
+    /// `GeographicRegion`.
     static func model() throws -> ManagedObjectModel {
         try ManagedObjectModel {
             Entity("GeographicRegion", abstract: true) {
@@ -52,10 +60,13 @@ struct Demo {
         }
     }
 
-    func step(_ text: String) { emit("\n== " + text) }
-    func say(_ text: String) { emit("   " + text) }
+    static let countryNames: [Int: String] = [276: "Germany", 250: "France", 752: "Sweden", 380: "Italy"]
+    static let start = Date(timeIntervalSinceReferenceDate: 780_000_000)   // 2025-09-19 18:40 UTC
 
-    func run() throws {
+    func step(_ text: String) { output("\n== " + text) }
+    func say(_ text: String) { output("   " + text) }
+
+    func run() async throws {
         let url: URL
         if let storePath {
             url = URL(fileURLWithPath: storePath)
@@ -63,95 +74,220 @@ struct Demo {
             url = FileManager.default.temporaryDirectory.appendingPathComponent("Moody-\(UUID().uuidString).sqlite")
         }
         defer {
-            if storePath == nil {
-                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+            if storePath == nil { try? PersistentStoreCoordinator(managedObjectModel: ManagedObjectModel()).destroyPersistentStore(at: url, type: .sqlite) }
+        }
+
+        // 1
+        step("The stack: a container with a main context for the interface and a writing context")
+        let model = try Demo.model()
+        let dataAccess = try DataAccessLayer(sqliteStack: model, name: "Moody", storeURL: url)
+        let main = dataAccess.mainContext
+        let store = try requireStore(dataAccess)
+        say("store \(url.lastPathComponent) in Core Data's own SQLite format, UUID \(store.identifier)")
+        for entity in model.entities.sorted(by: { $0.name < $1.name }) {
+            say("entity \(entity.name)\(entity.isAbstract ? " (abstract)" : "")\(entity.superentity.map { " : \($0.name)" } ?? ""), version hash \(entity.versionHash.prefix(4).map { String(format: "%02x", $0) }.joined())…")
+        }
+
+        // 2
+        step("A fetched results controller lists the moods by country, newest first")
+        let request = FetchRequest<ManagedObject>(entityName: "Mood")
+        request.sortDescriptors = [CoreSortDescriptor(key: "country.numericISO3166Code"),
+                                   CoreSortDescriptor(key: "date", ascending: false)]
+        request.fetchBatchSize = 20
+        let printer = ChangePrinter(output: output)
+        let controller = try main.performAndWait {
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: main,
+                                                      sectionNameKeyPath: "country.numericISO3166Code", cacheName: nil)
+            controller.delegate = printer
+            main.undoManager = CoreUndoManager()
+            try controller.performFetch()
+            return controller
+        }
+        say("performFetch: \(controller.sections?.count ?? 0) sections; from now on it reports every change as a table view applies it")
+
+        // 3
+        step("Inserting on the main context: temporary IDs, inverses, and the controller's report")
+        let moods: [ManagedObject] = try main.performAndWait {
+            let entities = main.persistentStoreCoordinator!.managedObjectModel.entitiesByName
+            let europe = ManagedObject(entity: entities["Continent"]!, insertInto: main)
+            europe.setValue(150, forKey: "numericISO3166Code")
+            var countries: [ManagedObject] = []
+            for code in [276, 250, 752] {
+                let country = ManagedObject(entity: entities["Country"]!, insertInto: main)
+                country.setValue(code, forKey: "numericISO3166Code")
+                country.setValue(europe, forKey: "continent")      // europe.countries follows
+                countries.append(country)
+            }
+            var moods: [ManagedObject] = []
+            for index in 0..<6 {
+                let mood = ManagedObject(entity: entities["Mood"]!, insertInto: main)
+                mood.setValue(Demo.start.addingTimeInterval(Double(index) * 3600), forKey: "date")
+                mood.setValue(index % 6, forKey: "rating")
+                mood.setValue([AttributeValue.string("red"), .string("blue")], forKey: "colors")
+                mood.setValue(countries[index % 3], forKey: "country")
+                moods.append(mood)
+            }
+            say("inserted 1 continent, 3 countries, 6 moods; a mood's ID is temporary: \(moods[0].objectID)")
+            say("europe.countries has \(europe.objects(forRelationship: "countries").count) members: inverses are maintained")
+            main.processPendingChanges()          // the end of the event: the controller reports
+            try main.save()
+            say("saved in one transaction; the mood's ID is now permanent: \(moods[0].objectID)")
+            return moods
+        }
+        printSections(controller)
+
+        // 4
+        step("Faulting and uniquing, in a fresh background context")
+        let reader = dataAccess.container.newBackgroundContext()
+        try reader.performAndWait {
+            let fetch = FetchRequest<ManagedObject>(entityName: "Mood")
+            fetch.predicate = try CorePredicate(format: "rating >= %d AND country.numericISO3166Code == %d", 2, 250)
+            fetch.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+            say("predicate: \(fetch.predicate?.predicateFormat ?? "") — run in SQL, one SELECT")
+            let found = try reader.fetch(fetch)
+            say("\(found.count) mood(s); the first is a fault: \(found.first?.isFault ?? false)")
+            if let first = found.first {
+                say("reading its rating (\(first.value(forKey: "rating") ?? "nil")) fired the fault: isFault = \(first.isFault)")
+                if let country = first.value(forKey: "country") as? ManagedObject {
+                    let again = try reader.existingObject(with: country.objectID)
+                    say("uniquing: its country, fetched again by ID, is the same object: \(country === again)")
+                }
             }
         }
 
-        step("The stack: model → coordinator → SQLite store → context")
-        let model = try Demo.model()
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        let sqlite = try coordinator.addPersistentStore(type: .sqlite, at: url)
-        let context = ManagedObjectContext(concurrencyType: .mainQueue)
-        context.persistentStoreCoordinator = coordinator
-        context.undoManager = CoreUndoManager()
-        say("store \(url.lastPathComponent), UUID \(sqlite.identifier), \(model.entities.count) entities, in Core Data's own SQLite format")
-        for entity in model.entities {
-            say("\(entity.name) version hash \(entity.versionHash.prefix(4).map { String(format: "%02x", $0) }.joined())…")
+        // 5
+        step("Deleting a mood, and undoing it: the controller follows both")
+        try main.performAndWait {
+            main.delete(moods[5])
+            main.processPendingChanges()
+            say("undo")
+            main.undo()
+            main.processPendingChanges()
+            try main.save()
         }
 
-        step("Inserting: new objects have temporary IDs until they are saved")
-        let entities = model.entitiesByName
-        guard let continentEntity = entities["Continent"], let countryEntity = entities["Country"], let moodEntity = entities["Mood"] else {
-            throw CoreDataError(.coreData, "the demo model is missing an entity")
+        // 6
+        step("A background import: the writing context saves, the main context merges, the controller reports")
+        let imported = try await dataAccess.writing { context in
+            let entities = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName
+            let italy = ManagedObject(entity: entities["Country"]!, insertInto: context)
+            italy.setValue(380, forKey: "numericISO3166Code")
+            for index in 0..<2 {
+                let mood = ManagedObject(entity: entities["Mood"]!, insertInto: context)
+                mood.setValue(Demo.start.addingTimeInterval(Double(10 + index) * 3600), forKey: "date")
+                mood.setValue(4, forKey: "rating")
+                mood.setValue(italy, forKey: "country")
+            }
+            // And delete the oldest German mood.
+            let german = FetchRequest<ManagedObject>(entityName: "Mood")
+            german.predicate = try CorePredicate(format: "country.numericISO3166Code == 276")
+            german.sortDescriptors = [CoreSortDescriptor(key: "date")]
+            german.fetchLimit = 1
+            if let oldest = try context.fetch(german).first { context.delete(oldest) }
+            return context.insertedObjects.count
         }
-        let europe = ManagedObject(entity: continentEntity, insertInto: context)
-        europe.setValue(150, forKey: "numericISO3166Code")
-        var countries: [ManagedObject] = []
-        for code in [276, 250, 752] {
-            let country = ManagedObject(entity: countryEntity, insertInto: context)
-            country.setValue(code, forKey: "numericISO3166Code")
-            country.setValue(europe, forKey: "continent")          // the inverse, europe.countries, follows
-            countries.append(country)
-        }
-        let start = Date(timeIntervalSinceReferenceDate: 780_000_000)
-        for index in 0..<9 {
-            let mood = ManagedObject(entity: moodEntity, insertInto: context)
-            mood.setValue(start.addingTimeInterval(Double(index) * 3600), forKey: "date")
-            mood.setValue(index % 6, forKey: "rating")
-            mood.setValue(["red", "blue"].map { AttributeValue.string($0) }, forKey: "colors")
-            mood.setValue(countries[index % 3], forKey: "country")
-        }
-        say("inserted: \(context.insertedObjects.count) objects; one mood's ID: \(context.insertedObjects.first { $0.entity.name == "Mood" }?.objectID.description ?? "")")
-        say("europe.countries has \(europe.objects(forRelationship: "countries").count) members: inverses are maintained")
+        say("the writer saved \(imported) new objects and one deletion; the main context merged them")
+        printSections(controller)
 
-        step("Saving: validation, then one transaction; IDs become permanent")
-        try context.save()
-        say("saved; a mood's ID now: \(countries[0].objects(forRelationship: "moods").first?.objectID.description ?? "")")
-
-        step("Fetching in a fresh context: faults until a value is read, one object per record")
-        let reader = ManagedObjectContext(concurrencyType: .privateQueue)
-        reader.persistentStoreCoordinator = coordinator
-        let request = FetchRequest<ManagedObject>(entityName: "Mood")
-        request.predicate = try CorePredicate(format: "rating >= %d AND country.numericISO3166Code == %d", 2, 276)
-        request.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
-        say("predicate: \(request.predicate?.predicateFormat ?? "")")
-        let moods = try reader.fetch(request)
-        say("\(moods.count) moods; first is a fault: \(moods.first?.isFault ?? false)")
-        if let first = moods.first {
-            say("reading its rating (\(first.value(forKey: "rating") ?? "nil")) fired the fault: isFault = \(first.isFault)")
-            let country = first.value(forKey: "country") as? ManagedObject
-            let again = try reader.existingObject(with: try requireID(country))
-            say("uniquing: the country reached through the relationship is the registered one: \(country === again)")
+        // 7
+        step("SQL debug output (OPENCOREDATA_SQL_DEBUG=1, or -com.apple.CoreData.SQLDebug 1)")
+        try SQLDebug.withOutput(level: 1, to: output) {
+            try reader.performAndWait {
+                let fetch = FetchRequest<ManagedObject>(entityName: "Mood")
+                fetch.predicate = try CorePredicate(format: "rating >= 2 AND country.continent.numericISO3166Code == 150")
+                fetch.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+                fetch.fetchLimit = 3
+                let moods = try reader.fetch(fetch)
+                say("→ the \(moods.count) latest moods rated 2 or more in Europe")
+                let count = try reader.count(for: FetchRequest<ManagedObject>(entityName: "Mood"))
+                say("→ \(count) moods in all")
+            }
         }
 
-        step("Deleting with a cascade rule, and undoing it")
-        context.delete(countries[2])
-        context.processPendingChanges()
-        say("deleting country 752 also deleted its moods: \(context.deletedObjects.count) objects marked deleted")
-        context.undo()
-        say("undo: \(context.deletedObjects.count) objects marked deleted, \(countries[2].objects(forRelationship: "moods").count) moods back")
-        context.delete(countries[2])
-        try context.save()
-        let remaining = try reader.count(for: FetchRequest<ManagedObject>(entityName: "Mood"))
-        say("deleted and saved: \(remaining) moods remain in the store")
-
-        step("Validation: a rating of 9 is refused, and the store is unchanged")
-        let bad = ManagedObject(entity: moodEntity, insertInto: context)
-        bad.setValue(9, forKey: "rating")
-        bad.setValue(Date(), forKey: "date")
-        do {
-            try context.save()
-        } catch let error as CoreDataError {
-            say("error \(error.code.rawValue): \(error.message)")
-            context.rollback()
+        // 8
+        step("Validation: a rating of 9 is refused, and nothing changes")
+        try reader.performAndWait {
+            let entity = reader.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Mood"]!
+            let bad = ManagedObject(entity: entity, insertInto: reader)
+            bad.setValue(9, forKey: "rating")
+            bad.setValue(Date(), forKey: "date")
+            do {
+                try reader.save()
+            } catch let error as CoreDataError {
+                say("error \(error.code.rawValue): \(error.message)")
+                reader.rollback()
+            }
+            let stored = try reader.count(for: FetchRequest<ManagedObject>(entityName: "Mood"))
+            say("after rollback: \(stored) moods, as before")
         }
-        say("after rollback: \(try reader.count(for: FetchRequest<ManagedObject>(entityName: "Mood"))) moods; try OPENCOREDATA_SQL_DEBUG=1 to see the SQL")
         if storePath != nil { say("the store is kept at \(url.path): try `ocd store info \(url.path)`") }
     }
 
-    private func requireID(_ object: ManagedObject?) throws -> ObjectID {
-        guard let object else { throw CoreDataError(.coreData, "the mood has no country") }
-        return object.objectID
+    private func requireStore(_ dataAccess: DataAccessLayer) throws -> any PersistentStore {
+        guard let store = dataAccess.container.persistentStoreCoordinator.persistentStores.first else {
+            throw CoreDataError(.persistentStoreOpen, "the demo store did not open")
+        }
+        return store
+    }
+
+    /// Prints the controller's sections, on the main context's queue.
+    private func printSections(_ controller: FetchedResultsController<ManagedObject>) {
+        controller.managedObjectContext.performAndWait {
+            let sections = controller.sections ?? []
+            let summary = sections.map { "\(Demo.countryName($0.name)) ×\($0.numberOfObjects)" }.joined(separator: ", ")
+            say("the list now: \(summary)")
+        }
+    }
+
+    static func countryName(_ sectionName: String) -> String {
+        Int(sectionName).flatMap { countryNames[$0] } ?? sectionName
+    }
+}
+
+/// The fetched results controller's delegate: prints each change as a table view
+/// would apply it.
+///
+/// `@unchecked Sendable`: immutable; called only on the main context's queue.
+final class ChangePrinter: FetchedResultsControllerDelegate, @unchecked Sendable {
+    typealias Result = ManagedObject
+    let output: @Sendable (String) -> Void
+    private static let time: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter
+    }()
+
+    init(output: @escaping @Sendable (String) -> Void) { self.output = output }
+
+    func controllerWillChangeContent(_ controller: FetchedResultsController<ManagedObject>) {
+        output("   controller: will change")
+    }
+
+    func controller(_ controller: FetchedResultsController<ManagedObject>, didChange sectionInfo: FetchedResultsSectionInfo<ManagedObject>,
+                    atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType) {
+        output("   controller:   \(type == .insert ? "insert" : "delete") section \(Demo.countryName(sectionInfo.name)) at \(sectionIndex)")
+    }
+
+    func controller(_ controller: FetchedResultsController<ManagedObject>, didChange object: ManagedObject,
+                    at indexPath: IndexPath?, for type: FetchedResultsChangeType, newIndexPath: IndexPath?) {
+        let date = (object.value(forKey: "date") as? Date).map { ChangePrinter.time.string(from: $0) } ?? "?"
+        let place: String
+        switch type {
+        case .insert: place = "at \(Self.path(newIndexPath))"
+        case .delete: place = "at \(Self.path(indexPath))"
+        case .move: place = "from \(Self.path(indexPath)) to \(Self.path(newIndexPath))"
+        case .update: place = "at \(Self.path(indexPath))"
+        }
+        output("   controller:     \(type) mood of \(date) \(place)")
+    }
+
+    func controllerDidChangeContent(_ controller: FetchedResultsController<ManagedObject>) {
+        output("   controller: did change")
+    }
+
+    private static func path(_ indexPath: IndexPath?) -> String {
+        guard let indexPath, indexPath.count == 2 else { return "-" }
+        return "[\(indexPath[0]), \(indexPath[1])]"
     }
 }

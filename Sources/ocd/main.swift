@@ -1,3 +1,3 @@
 import OCDKit
 
-OCD.main()
+await OCD.runAsMain()

@@ -70,18 +70,42 @@ struct StoreCommandTests {
 @Suite("ocd demo")
 struct DemoCommandTests {
     @Test("The demo runs end to end on a SQLite store and narrates each step")
-    func demo() throws {
+    func demo() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let path = folder.appendingPathComponent("Moody.sqlite").path
-        let output = try runOCD(["demo", "--store", path])
+        let output = try await runOCDAsync(["demo", "--store", path])
+        let lines = output.split(separator: "\n").map { String($0) }
+        // The stack and the model.
+        #expect(output.contains("entity GeographicRegion (abstract)"))
+        #expect(output.contains("entity Country : GeographicRegion"))
+        // Inserting: temporary, then permanent IDs; the controller reports sections then rows.
+        #expect(output.contains("a mood's ID is temporary: <x-coredata:///Mood/t"))
         #expect(output.contains("inverses are maintained"))
-        #expect(output.contains("first is a fault: true"))
+        #expect(output.contains("the mood's ID is now permanent: <x-coredata://"))
+        let firstReport = try #require(lines.firstIndex { $0.contains("controller: will change") })
+        #expect(lines[firstReport + 1].contains("insert section France at 0"))
+        #expect(lines.filter { $0.contains("controller:     insert mood") }.count >= 6)
+        #expect(output.contains("the list now: France ×2, Germany ×2, Sweden ×2"))
+        // Faulting and uniquing.
+        #expect(output.contains("the first is a fault: true"))
         #expect(output.contains("fired the fault: isFault = false"))
-        #expect(output.contains("is the registered one: true"))
-        #expect(output.contains("deleted and saved: 6 moods remain"))
+        #expect(output.contains("is the same object: true"))
+        // Undo: a delete, then the same row back.
+        #expect(output.contains("delete mood of 23:40 at [2, 0]"))
+        #expect(output.contains("insert mood of 23:40 at [2, 0]"))
+        // The background import merged into the main context and reported.
+        #expect(output.contains("insert section Italy at 2"))
+        #expect(output.contains("delete mood of 18:40 at [1, 1]"))
+        #expect(output.contains("the list now: France ×2, Germany ×1, Italy ×2, Sweden ×2"))
+        // SQL debug output of the statements in that step.
+        #expect(output.contains("CoreData: sql: SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"))
+        #expect(output.contains("LIMIT 3"))
+        #expect(output.contains("CoreData: annotation: total fetch execution time:"))
+        #expect(output.contains("→ 7 moods in all"))
+        // Validation.
         #expect(output.contains("error 1610"))
-        #expect(output.contains("after rollback: 6 moods"))
+        #expect(output.contains("after rollback: 7 moods, as before"))
         let info = try runOCD(["store", "info", path, "--json"])
         #expect(info.contains("\"Mood\""))
     }

@@ -162,6 +162,7 @@ do {
     case "workloads": print(allWorkloads.map(\.name).joined(separator: " "))
     case "prepare": try prepare(options)
     case "run": try run(options)
+    case "frc": try FetchedResultsWorkload.run(count: options.count, runs: options.runs, dir: options.dir)
     default: throw BenchmarkError("unknown command \(options.command)")
     }
 } catch {

@@ -75,6 +75,7 @@ extension ManagedObjectContext {
             NotificationKey.deletedObjectIDs: summary.deletedObjectIDs,
         ])
         for continuation in saveObservers.values { continuation.yield(summary) }
+        broadcast(summary)
     }
 }
 

@@ -15,7 +15,7 @@ extension ManagedObjectContext {
             return ids.map { self.object(with: $0) }
         case .toMany(nil):
             guard let relationship = object.entity.allProperties[index] as? RelationshipDescription else { return [] }
-            let ids = (try? persistentStoreCoordinator?.relatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
+            let ids = (try? sourceRelatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
             object.storage?[index] = .toMany(ids)
             if var committed = object.committed, index < committed.values.count {
                 committed.values[index] = .toMany(ids)
@@ -69,6 +69,7 @@ extension ManagedObjectContext {
     /// last call (cascade deletes, nullified inverses), closes the undo group of the
     /// event, and posts ``objectsDidChangeNotification`` with what changed.
     public func processPendingChanges() {
+        assertOnQueue()
         guard !isProcessingChanges else { return }
         isProcessingChanges = true
         defer { isProcessingChanges = false }
@@ -99,8 +100,9 @@ extension ManagedObjectContext {
                 if object.insertedFlag {
                     // A new object that is deleted is simply forgotten at the save.
                     insertedObjectsByID[object.objectID] = nil
-                    eventInserted[object.objectID] = nil
-                    eventDeleted[object.objectID] = nil
+                    // Inserted in this event too: nobody saw it. Inserted earlier:
+                    // observers are told it is gone.
+                    if eventInserted.removeValue(forKey: object.objectID) != nil { eventDeleted[object.objectID] = nil }
                 }
             }
         }
@@ -111,11 +113,16 @@ extension ManagedObjectContext {
         let deleted = Set(eventDeleted.values)
         let updated = Set(eventUpdated.values.filter { !$0.insertedFlag && !$0.deletedFlag })
         let refreshed = Set(eventRefreshed.values)
+        // Objects inserted in an earlier event and changed in this one: not in the
+        // notification's updated set (as the context's `updatedObjects`), but
+        // synchronous observers need them.
+        let observed = synchronousObservers.isEmpty ? nil : observedChange(inserted: inserted, deleted: deleted, refreshed: refreshed)
         eventInserted = [:]
         eventUpdated = [:]
         eventDeleted = [:]
         eventRefreshed = [:]
         for object in strong.values { object.eventStart = nil }
+        if let observed { notifySynchronousObservers(observed) }
         guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !refreshed.isEmpty else { return }
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
             ManagedObjectContext.NotificationKey.insertedObjects: inserted,

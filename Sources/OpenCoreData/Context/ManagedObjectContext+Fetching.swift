@@ -14,20 +14,26 @@ extension ManagedObjectContext {
     /// ```
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
+        switch request.resultType {
+        case .count:
+            return [try count(for: request)].compactMap { $0 as? Result }
+        case .dictionary:
+            return try fetchDictionaries(request).compactMap { $0 as? Result }
+        default:
+            break
+        }
+        if request.resultType == .managedObjectID, let ids = try storedObjectIDs(request) {
+            return ids.compactMap { $0 as? Result }
+        }
         let objects = try fetchObjects(request)
+        if !request.relationshipKeyPathsForPrefetching.isEmpty {
+            try prefetch(request.relationshipKeyPathsForPrefetching, for: objects)
+        }
         switch request.resultType {
         case .managedObjectID:
             return objects.compactMap { $0.objectID as? Result }
-        case .count:
-            return [objects.count].compactMap { $0 as? Result }
-        case .dictionary:
-            return objects.compactMap { object -> Result? in
-                var dictionary: [String: Any] = [:]
-                for property in object.entity.allProperties where property is AttributeDescription {
-                    if let value = object.value(forKey: property.name) { dictionary[property.name] = value }
-                }
-                return dictionary as? Result
-            }
+        case .count, .dictionary:
+            return []
         case .managedObject:
             return try objects.map { object in
                 guard let result = object as? Result else {
@@ -41,7 +47,9 @@ extension ManagedObjectContext {
 
     /// The number of objects a request would return (`count(for:)`).
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        assertOnQueue()
         let entity = try resolveEntity(request)
+        if request.resultType == .dictionary { return try fetchDictionaries(request).count }
         if request.includesPendingChanges && hasPendingChanges(for: entity) {
             let unlimited = FetchRequest<ManagedObject>(entity: entity)
             unlimited.predicate = request.predicate
@@ -50,11 +58,11 @@ extension ManagedObjectContext {
             unlimited.fetchLimit = request.fetchLimit
             return try fetchObjects(unlimited).count
         }
-        guard let coordinator = persistentStoreCoordinator else { return 0 }
+        guard persistentStoreCoordinator != nil else { return 0 }
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
-        var count = try coordinator.count(fetch) - request.fetchOffset
+        var count = try sourceCount(fetch) - request.fetchOffset
         if request.fetchLimit > 0 { count = min(count, request.fetchLimit) }
         return max(0, count)
     }
@@ -77,6 +85,7 @@ extension ManagedObjectContext {
     }
 
     func fetchObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
+        assertOnQueue("fetch(_:)")
         let entity = try resolveEntity(request)
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
@@ -90,21 +99,29 @@ extension ManagedObjectContext {
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
         fetch.sortDescriptors = request.sortDescriptors
+        // IDs only when nothing here reads the values (merging sorts and filters
+        // objects, which reads them).
+        fetch.includesPropertyValues = merging || (request.includesPropertyValues && request.resultType == .managedObject)
         if !merging {
             fetch.fetchOffset = request.fetchOffset
             fetch.fetchLimit = request.fetchLimit
         }
-        let rows = try coordinator.fetchRows(fetch)
+        let rows = try sourceRows(fetch)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         for row in rows {
             let object: ManagedObject
             if let registered = registry[row.objectID]?.object {
                 object = registered
+                if !fetch.includesPropertyValues { objects.append(object); continue }
                 if object.isFault && !request.returnsObjectsAsFaults {
                     load(row, into: object)
                     object.awakeFromFetch()
+                } else if !object.isFault && request.shouldRefreshRefetchedObjects {
+                    refreshRefetched(object, with: row)
                 }
+            } else if !fetch.includesPropertyValues {
+                object = makeFault(row.objectID, row: nil)
             } else {
                 object = makeFault(row.objectID, row: row)
                 if !request.returnsObjectsAsFaults {
@@ -140,18 +157,30 @@ extension ManagedObjectContext {
         return objects
     }
 
-    /// Evaluates a fetched property for `object`: its request with `$FETCH_SOURCE`
-    /// bound to the object.
+    /// Evaluates a fetched property for `object`: its request (predicate, limit,
+    /// offset... from the model) with `$FETCH_SOURCE` bound to the object and
+    /// `$FETCHED_PROPERTY` to the property (`$FETCHED_PROPERTY.name`,
+    /// `$FETCHED_PROPERTY.userInfo.<key>`); `$FETCH_SOURCE.<key path>` is the
+    /// object's value there. Evaluated on each access, so it
+    /// reflects the context's current objects, unsaved changes included.
     func evaluate(_ fetched: FetchedPropertyDescription, for object: ManagedObject) -> [ManagedObject] {
         guard let template = fetched.fetchRequest,
-              let entity = persistentStoreCoordinator?.managedObjectModel.entitiesByName[template.entityName] else { return [] }
-        let request = FetchRequest<ManagedObject>(entity: entity)
-        if let format = template.predicateFormat,
-           let predicate = try? CorePredicate(format: format).withSubstitutionVariables([
-               "FETCH_SOURCE": object.objectID.formatArgumentValue,
-           ]) {
-            request.predicate = predicate
+              persistentStoreCoordinator?.managedObjectModel.entitiesByName[template.entityName] != nil else { return [] }
+        let variables: [String: any FormatArgument] = [
+            "FETCH_SOURCE": object.objectID.formatArgumentValue,
+            "FETCHED_PROPERTY": AttributeValue.dictionary([
+                "name": .string(fetched.name),
+                "userInfo": .dictionary(fetched.userInfo.mapValues { .string($0) }),
+            ]),
+        ]
+        var options = template
+        options.predicateFormat = nil
+        guard let request = try? FetchRequest<ManagedObject>(template: options) else { return [] }
+        if let format = template.predicateFormat {
+            guard let predicate = try? CorePredicate(format: format) else { return [] }
+            request.predicate = FetchSourceResolution.resolve(predicate, source: object).withSubstitutionVariables(variables)
         }
+        request.resultType = .managedObject
         return (try? fetch(request)) ?? []
     }
 }

@@ -9,9 +9,10 @@ extension ManagedObjectContext {
     /// object, validates every inserted, updated and deleted object, and only then
     /// writes. If anything fails — validation (all failures gathered in one error,
     /// ``CoreDataError/Code/validationMultipleErrors`` when several), an optimistic
-    /// locking conflict (``CoreDataError/Code/managedObjectMerge``), the store — the
-    /// error is thrown and neither the store nor the context has changed: the
-    /// changes are still there to fix or roll back.
+    /// locking conflict (``CoreDataError/Code/managedObjectMerge``) the
+    /// ``mergePolicy`` does not resolve, the store — the error is thrown and
+    /// neither the store nor the context has changed: the changes are still there
+    /// to fix or roll back.
     ///
     /// ```swift
     /// do {
@@ -21,6 +22,12 @@ extension ManagedObjectContext {
     /// }
     /// ```
     public func save() throws {
+        assertOnQueue()
+        try saveResolvingConflicts()
+    }
+
+    /// One attempt at saving (``save()`` resolves conflicts and tries again).
+    func saveOnce() throws {
         processPendingChanges()
         guard hasChanges else { return }
         guard let coordinator = persistentStoreCoordinator else {
@@ -41,8 +48,9 @@ extension ManagedObjectContext {
         try validate(inserted: inserted, updated: updated, deleted: deleted)
 
         // Permanent IDs for new objects, per entity.
+        // (A child context keeps temporary IDs: its parent gets them.)
         var mapping: [ObjectID: ObjectID] = [:]
-        let groups = Dictionary(grouping: inserted.filter { $0.objectID.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
+        let groups = parent != nil ? [:] : Dictionary(grouping: inserted.filter { $0.objectID.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
         for group in groups.values {
             guard let first = group.first else { continue }
             let ids = try coordinator.newObjectIDs(for: first.entity, count: group.count)
@@ -58,6 +66,8 @@ extension ManagedObjectContext {
         }
 
         var changes = SaveChanges()
+        changes.transactionAuthor = transactionAuthor
+        changes.contextName = name
         for object in inserted {
             let values = (object.storage ?? []).map(remap)
             changes.inserted.append(RowSnapshot(objectID: mapping[object.objectID] ?? object.objectID, version: 1,
@@ -75,7 +85,13 @@ extension ManagedObjectContext {
             changes.deleted.append((object.objectID, object.committed?.version ?? 0))
         }
 
-        try coordinator.save(changes)
+        if let parent {
+            try parent.performAndWait { () throws -> Void in try parent.applyChildSave(changes) }
+        } else {
+            try coordinator.save(changes)
+            if hasChildren.load(ordering: .relaxed) { savedTemporaryIDs.merge(mapping) { _, new in new } }
+        }
+        advanceQueryGeneration()
 
         // The store has the changes: bring the context in step.
         for object in forgotten { unregister(object); object.insertedFlag = false }
@@ -93,13 +109,15 @@ extension ManagedObjectContext {
             }
             object.insertedFlag = false
             insertedObjectsByID[object.objectID] = nil
-            let row = RowSnapshot(objectID: object.objectID, version: 1, values: object.storage ?? [])
+            let row = RowSnapshot(objectID: object.objectID, version: parent == nil ? 1 : 0, values: object.storage ?? [])
             object.committed = row
-            coordinator.retainRow(row)
-            object.rowCacheOwner = coordinator
+            if parent == nil {
+                coordinator.retainRow(row)
+                object.rowCacheOwner = coordinator
+            }
         }
         for object in updated {
-            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + 1,
+            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + (parent == nil ? 1 : 0),
                                            values: object.storage ?? [])
         }
         for object in deleted {
@@ -120,6 +138,7 @@ extension ManagedObjectContext {
             deletedObjectIDs: Set(deleted.map(\.objectID)),
             contextName: name, transactionAuthor: transactionAuthor)
         publish(summary, inserted: Set(inserted), updated: Set(updated), deleted: Set(deleted))
+        notifySynchronousObservers(ObservedContextChange(kind: .didSave))
     }
 
     /// Transient properties are not stored: their slots are saved as nil.
@@ -172,6 +191,7 @@ extension ManagedObjectContext {
     /// restored, updated ones get their saved values back; the undo stack is
     /// cleared.
     public func rollback() {
+        assertOnQueue()
         let changedObjects = Array(strong.values)
         for object in changedObjects {
             if object.insertedFlag {
@@ -192,11 +212,13 @@ extension ManagedObjectContext {
         eventUpdated = [:]
         eventDeleted = [:]
         undoManager?.removeAllActions()
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Forgets every registered object: they become invalid and the context is as
     /// new (unsaved changes are lost). Clears the undo stack.
     public func reset() {
+        assertOnQueue()
         let invalidated = Set(registry.values.compactMap(\.object))
         for object in invalidated {
             object.managedObjectContext = nil
@@ -213,10 +235,12 @@ extension ManagedObjectContext {
         eventDeleted = [:]
         eventRefreshed = [:]
         undoManager?.removeAllActions()
+        advanceQueryGeneration()
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [
             NotificationKey.invalidatedObjects: invalidated,
             NotificationKey.invalidatedAllObjects: true,
         ])
+        notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
 
     /// Refreshes an object from the store (`refresh(_:mergeChanges:)`). Without
@@ -224,6 +248,7 @@ extension ManagedObjectContext {
     /// fault; with merging, it gets the latest stored values with its own unsaved
     /// changes applied on top.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
         eventRefreshed[object.objectID] = object
         if !mergeChanges || !object.hasChanges {
@@ -239,8 +264,8 @@ extension ManagedObjectContext {
             return
         }
         let local = object.changedIndexes()
-        guard let coordinator = persistentStoreCoordinator, let storage = object.storage,
-              let row = (try? coordinator.store(for: object.objectID)?.row(for: object.objectID)) ?? nil else { return }
+        guard persistentStoreCoordinator != nil, let storage = object.storage,
+              let row = (try? freshRow(for: object.objectID)) ?? nil else { return }
         var merged = row.values.map { value -> SnapshotValue in
             if case .toMany = value { return .toMany(nil) }
             return value

@@ -34,6 +34,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The contexts that merge the saves made through this coordinator.
+    let mergeTargets = Mutex<[ObjectIdentifier: WeakContext]>([:])
 
     /// A coordinator for `model`. The model is validated and becomes immutable; an
     /// invalid model is a programming error reported here with every problem.
@@ -79,6 +81,7 @@ public final class PersistentStoreCoordinator: Sendable {
             throw CoreDataError(.persistentStoreInvalidType, "Unknown store type '\(type.rawValue)'")
         }
         add(store)
+        if let sqlite = store as? SQLiteStore { sqlite.remoteChanges?.start(store: sqlite, coordinator: self) }
         return store
     }
 
@@ -89,6 +92,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Removes a store; its objects can no longer be fetched or saved.
     public func remove(_ store: any PersistentStore) {
+        (store as? SQLiteStore)?.remoteChanges?.stop()
         state.withLock { state in
             state.stores.removeAll { $0 === store }
             state.rowCache = state.rowCache.filter { $0.key.storeIdentifier != store.identifier }
@@ -176,6 +180,22 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Empties the row cache: after a batch request changed rows behind every
+    /// context's back, faults fire from the stores again.
+    func forgetCachedRows() {
+        state.withLock { $0.rowCache.removeAll() }
+    }
+
+    /// Replaces a cached row with a newer version read from the store (after an
+    /// optimistic locking conflict, or another coordinator's save).
+    func updateCachedRow(_ row: RowSnapshot) {
+        state.withLock { state in
+            guard var entry = state.rowCache[row.objectID], entry.row.version < row.version else { return }
+            entry.row = row
+            state.rowCache[row.objectID] = entry
+        }
+    }
+
     /// The number of rows in the row cache.
     public var rowCacheCount: Int { state.withLock { $0.rowCache.count } }
 
@@ -211,7 +231,8 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         state.withLock { state in
             for row in changes.updated {
-                guard var entry = state.rowCache[row.objectID] else { continue }
+                // Another save may have cached a newer version meanwhile.
+                guard var entry = state.rowCache[row.objectID], entry.row.version <= row.version else { continue }
                 entry.row = row
                 entry.row.version = row.version + 1
                 state.rowCache[row.objectID] = entry
@@ -223,12 +244,15 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The changes of one save, by store identifier.
     private static func grouped(_ changes: SaveChanges, by key: (ObjectID) -> String) -> [String: SaveChanges] {
         var byStore: [String: SaveChanges] = [:]
-        for row in changes.inserted { byStore[key(row.objectID), default: SaveChanges()].inserted.append(row) }
+        var empty = SaveChanges()
+        empty.transactionAuthor = changes.transactionAuthor
+        empty.contextName = changes.contextName
+        for row in changes.inserted { byStore[key(row.objectID), default: empty].inserted.append(row) }
         for row in changes.updated {
-            byStore[key(row.objectID), default: SaveChanges()].updated.append(row)
+            byStore[key(row.objectID), default: empty].updated.append(row)
             byStore[key(row.objectID)]?.changedProperties[row.objectID] = changes.changedProperties[row.objectID]
         }
-        for entry in changes.deleted { byStore[key(entry.0), default: SaveChanges()].deleted.append(entry) }
+        for entry in changes.deleted { byStore[key(entry.0), default: empty].deleted.append(entry) }
         return byStore
     }
 }

@@ -173,3 +173,69 @@ extension ManagedObjectContext {
         }
     }
 }
+
+extension Managed where Self: ManagedObject {
+    /// The single object a request for the entity returns after `configure`
+    /// configured it, remembered in the context under `cacheKey` so that later
+    /// calls do not fetch again (the book's `fetchSingleObject(in:cacheKey:configure:)`).
+    /// Nil when nothing matches.
+    ///
+    /// ```swift
+    /// let germany = try Country.fetchSingleObject(in: context, cacheKey: "country-276") { request in
+    ///     request.predicate = try? CorePredicate(format: "numericISO3166Code == 276")
+    /// }
+    /// ```
+    ///
+    /// More than one match is an error (Core Data error 134060 naming the entity
+    /// and the key); the book stops the program there.
+    public static func fetchSingleObject(in context: ManagedObjectContext, cacheKey: String,
+                                         configure: (FetchRequest<Self>) -> Void) throws -> Self? {
+        if let cached = context.object(forSingleObjectCacheKey: cacheKey) as? Self, !cached.isDeleted,
+           cached.managedObjectContext === context {
+            return cached
+        }
+        let result = try fetchSingleObject(in: context, configure: configure)
+        context.set(result, forSingleObjectCacheKey: cacheKey)
+        return result
+    }
+
+    private static func fetchSingleObject(in context: ManagedObjectContext,
+                                          configure: (FetchRequest<Self>) -> Void) throws -> Self? {
+        let result = try fetch(in: context) { request in
+            configure(request)
+            request.fetchLimit = 2
+        }
+        switch result.count {
+        case 0: return nil
+        case 1: return result[0]
+        default:
+            throw CoreDataError(.coreData, "fetchSingleObject: more than one \(entityName) matches the request",
+                                entityName: entityName)
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    private static let singleObjectCacheKey = "SingleObjectCache"
+
+    /// Remembers `object` (or forgets the entry, for nil) under `key` in the
+    /// context's ``userInfo`` (the book's `set(_:forSingleObjectCacheKey:)`).
+    ///
+    /// ```swift
+    /// context.set(germany, forSingleObjectCacheKey: "country-276")
+    /// ```
+    public func set(_ object: ManagedObject?, forSingleObjectCacheKey key: String) {
+        var cache = userInfo[Self.singleObjectCacheKey] as? [String: ManagedObject] ?? [:]
+        cache[key] = object
+        userInfo[Self.singleObjectCacheKey] = cache
+    }
+
+    /// The object remembered under `key` (the book's `object(forSingleObjectCacheKey:)`).
+    ///
+    /// ```swift
+    /// let germany = context.object(forSingleObjectCacheKey: "country-276") as? Country
+    /// ```
+    public func object(forSingleObjectCacheKey key: String) -> ManagedObject? {
+        (userInfo[Self.singleObjectCacheKey] as? [String: ManagedObject])?[key]
+    }
+}

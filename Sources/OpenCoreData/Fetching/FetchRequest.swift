@@ -13,7 +13,10 @@ import OpenCoreDataPredicates
 /// ```
 ///
 /// `Result` is the type of each result: a managed object class for
-/// ``ResultType/managedObject``, ``ObjectID`` for ``ResultType/managedObjectID``.
+/// ``ResultType/managedObject``, ``ObjectID`` for ``ResultType/managedObjectID``,
+/// `[String: Any]` for ``ResultType/dictionary``, `Int` for ``ResultType/count``
+/// (the result type is set from `Result` for the last three). See
+/// `docs/fetching.md` for every option.
 public final class FetchRequest<Result> {
     /// What a fetch returns.
     public enum ResultType: Int, Sendable {
@@ -51,17 +54,43 @@ public final class FetchRequest<Result> {
     public var includesPropertyValues: Bool = true
     /// What each result is.
     public var resultType: ResultType = .managedObject
+    /// Whether objects already registered in the context get the values just
+    /// fetched (their unsaved changes are kept on top).
+    public var shouldRefreshRefetchedObjects: Bool = false
+    /// Relationship key paths (`"country"`, `"country.continent"`, `"tags"`)
+    /// whose destination objects are fetched along with the results, one query per
+    /// key path.
+    public var relationshipKeyPathsForPrefetching: [String] = []
+    /// For ``ResultType/dictionary`` results: the properties each dictionary holds
+    /// (nil: every attribute). See ``PropertyToFetch``.
+    public var propertiesToFetch: [PropertyToFetch]?
+    /// For ``ResultType/dictionary`` results: whether equal dictionaries are
+    /// returned once.
+    public var returnsDistinctResults: Bool = false
+    /// For ``ResultType/dictionary`` results: the properties results are grouped
+    /// by; each group gives one dictionary, aggregates are computed per group.
+    public var propertiesToGroupBy: [PropertyToFetch]?
+    /// For grouped ``ResultType/dictionary`` results: which groups are returned,
+    /// evaluated against each result dictionary (keys are the fetched names).
+    public var havingPredicate: CorePredicate?
 
     /// A request for the entity named `entityName`.
     public init(entityName: String) {
         self.entityName = entityName
-        if Result.self == ObjectID.self { resultType = .managedObjectID }
+        resultType = Self.defaultResultType
     }
 
     /// A request for `entity`.
     public init(entity: EntityDescription) {
         self.entity = entity
         self.entityName = entity.name
-        if Result.self == ObjectID.self { resultType = .managedObjectID }
+        resultType = Self.defaultResultType
+    }
+
+    static var defaultResultType: ResultType {
+        if Result.self == ObjectID.self { return .managedObjectID }
+        if Result.self == [String: Any].self { return .dictionary }
+        if Result.self == Int.self { return .count }
+        return .managedObject
     }
 }

@@ -138,8 +138,7 @@ extension ManagedObject {
             case .toMany(let ids):
                 var loaded = ids ?? []
                 if ids == nil, let relationship = entity.allProperties[index] as? RelationshipDescription {
-                    loaded = (try? managedObjectContext?.persistentStoreCoordinator?.relatedObjectIDs(
-                        of: objectID, relationship: relationship)) ?? []
+                    loaded = (try? managedObjectContext?.relatedObjectIDs(of: objectID, relationship: relationship)) ?? []
                 }
                 result[name] = Set(loaded)
             }
@@ -205,12 +204,14 @@ extension ManagedObject {
 
     /// The stored value at `index`, firing the fault first.
     func slot(_ index: Int) -> SnapshotValue? {
+        if ConcurrencyDebug.isEnabled { managedObjectContext?.assertOnQueue("a managed object's value") }
         if storage == nil { managedObjectContext?.fireFault(self) }
         guard let storage, index < storage.count else { return nil }
         return storage[index]
     }
 
     func setSlot(_ index: Int, _ value: SnapshotValue) {
+        if ConcurrencyDebug.isEnabled { managedObjectContext?.assertOnQueue("setting a managed object's value") }
         if storage == nil { managedObjectContext?.fireFault(self) }
         if storage == nil { storage = ManagedObjectContext.initialValues(for: entity) }
         guard let old = storage?[index], old != value else { return }

@@ -43,6 +43,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The object's latest context registry entry (earlier ones chained from it),
     /// marked dead when the object goes.
     var registryEntry: ManagedObjectContext.WeakObject?
+    /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
+    /// kept alive while it is.
+    var prefetchedObjects: [ManagedObject] = []
 
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.

@@ -44,6 +44,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// the save fails with ``CoreDataError/Code/managedObjectMerge`` (133020) and
     /// nothing is written.
     func save(_ changes: SaveChanges) throws
+    /// Dictionary results (`propertiesToFetch`, grouping, aggregates). Stores get
+    /// an evaluating implementation for free; see ``StoreDictionaryFetch``.
+    func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]]
+    /// Runs a batch insert, update or delete without objects and returns the IDs
+    /// of the rows it changed. Stores get an implementation over ``fetchRows(_:)``
+    /// and ``save(_:)`` for free; see ``StoreBatchRequest``.
+    func execute(_ request: StoreBatchRequest) throws -> [ObjectID]
 }
 
 /// The kind of a persistent store (`NSPersistentStore.StoreType`).
@@ -71,6 +78,9 @@ public struct StoreFetch: Sendable {
     public var fetchOffset: Int = 0
     /// At most this many rows (0: no limit).
     public var fetchLimit: Int = 0
+    /// Whether the rows carry their values (false: only object IDs and versions
+    /// are needed; a store may leave the values out).
+    public var includesPropertyValues: Bool = true
 
     public init(entity: EntityDescription) { self.entity = entity }
 }
@@ -124,6 +134,10 @@ public struct SaveChanges: Sendable {
     public var changedProperties: [ObjectID: [Int]] = [:]
     /// Deleted objects with the version they were read at (0: not checked).
     public var deleted: [(ObjectID, Int64)] = []
+    /// The saving context's `transactionAuthor`, for persistent history.
+    public var transactionAuthor: String?
+    /// The saving context's `name`, for persistent history.
+    public var contextName: String?
 
     public init() {}
 }

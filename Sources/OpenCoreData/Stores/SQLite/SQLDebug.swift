@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 
 /// SQL debug output like Core Data's `-com.apple.CoreData.SQLDebug`.
 ///
@@ -21,8 +22,15 @@ import Logging
 /// Messages go through swift-log (logger label `CoreData`), to standard error by
 /// default.
 public enum SQLDebug {
-    /// The level in effect (0: off).
-    public static let level: Int = {
+    /// The level in effect (0: off): the one of ``withOutput(level:to:_:)`` while
+    /// it runs, else the launch setting.
+    public static var level: Int {
+        let override = overrideLevel.load(ordering: .relaxed)
+        return override >= 0 ? override : launchLevel
+    }
+
+    /// The level of the environment or launch arguments.
+    static let launchLevel: Int = {
         let arguments = CommandLine.arguments
         if let index = arguments.firstIndex(of: "-com.apple.CoreData.SQLDebug"), index + 1 < arguments.count,
            let level = Int(arguments[index + 1]) {
@@ -36,15 +44,54 @@ public enum SQLDebug {
 
     static let logger = Logger(label: "CoreData")
 
-    static func log(_ kind: String, _ message: @autoclosure () -> String) {
-        logger.info("\(kind): \(message())")
+    /// A temporary level and destination (``withOutput(level:to:_:)``).
+    private struct Override {
+        var level: Int
+        var output: @Sendable (String) -> Void
+    }
+    private static let override = Mutex<Override?>(nil)
+
+    /// Runs `body` with SQL debug output at `level`, written to `output` as lines
+    /// like `CoreData: sql: SELECT ...` instead of the log — for tools and demos
+    /// that show the SQL of a few statements.
+    ///
+    /// ```swift
+    /// try SQLDebug.withOutput(level: 1, to: { print($0) }) {
+    ///     _ = try context.count(for: request)
+    /// }
+    /// ```
+    ///
+    /// The setting is process-wide while `body` runs: statements of every SQLite
+    /// store are shown, whichever thread runs them.
+    public static func withOutput<T>(level: Int, to output: @escaping @Sendable (String) -> Void,
+                                     _ body: () throws -> T) rethrows -> T {
+        override.withLock { $0 = Override(level: max(0, min(level, 4)), output: output) }
+        overrideLevel.store(max(0, min(level, 4)), ordering: .relaxed)
+        defer {
+            overrideLevel.store(-1, ordering: .relaxed)
+            override.withLock { $0 = nil }
+        }
+        return try body()
     }
 
-    /// Installs statement tracing on a connection when debugging is on.
+    /// The level of ``withOutput(level:to:_:)`` while it runs, else -1: read by
+    /// every statement's trace callback, so an atomic rather than the lock.
+    private static let overrideLevel = Atomic(-1)
+
+    static func log(_ kind: String, _ message: @autoclosure () -> String) {
+        if let output = override.withLock({ $0?.output }) {
+            output("CoreData: \(kind): \(message())")
+        } else {
+            logger.info("\(kind): \(message())")
+        }
+    }
+
+    /// Installs statement tracing on a connection: a callback per statement that
+    /// returns at once while the level is 0.
     static func install(on db: Database) {
-        guard level > 0 else { return }
         db.trace(options: .statement) { event in
-            guard case .statement(let statement) = event else { return }
+            let level = SQLDebug.level
+            guard level > 0, case .statement(let statement) = event else { return }
             let sql = statement.sql
             let bookkeeping = ["BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "PRAGMA"].contains { sql.hasPrefix($0) }
                 || sql.contains("sqlite_master")

@@ -77,8 +77,9 @@ final class SQLTranslationContext {
         return SQLFragment("t0.Z_ENT IN (" + numbers.map(String.init).joined(separator: ", ") + ")")
     }
 
-    /// The `ORDER BY` list: each descriptor, then `t0.Z_PK`.
-    func orderBy(_ descriptors: [CoreSortDescriptor]) throws -> SQLFragment {
+    /// The `ORDER BY` list: each descriptor, then `tieBreaker` (`t0.Z_PK`; a
+    /// grouped fetch orders ties by the first row of each group).
+    func orderBy(_ descriptors: [CoreSortDescriptor], tieBreaker: String = "t0.Z_PK") throws -> SQLFragment {
         var terms: [SQLFragment] = []
         for descriptor in descriptors {
             if descriptor.hasComparator {
@@ -105,7 +106,7 @@ final class SQLTranslationContext {
             term.text += descriptor.ascending ? " ASC" : " DESC"
             terms.append(term)
         }
-        terms.append("t0.Z_PK")
+        terms.append(SQLFragment(tieBreaker))
         return SQLFragment.joined(terms, separator: ", ")
     }
 

@@ -27,6 +27,7 @@ extension SQLiteStore {
     /// fail, without a separate `SELECT` for every row.
     private func writeChanges(_ changes: SaveChanges) throws {
         try write("saving") { db in
+            let tombstones = try history?.tombstones(of: changes.deleted, schema: schema, db) ?? [:]
             var plans: [ObjectIdentifier: InsertPlan] = [:]
             for row in changes.inserted {
                 let key = ObjectIdentifier(row.objectID.entity)
@@ -39,7 +40,9 @@ extension SQLiteStore {
                 try writeToMany(row, changed: nil, db)
             }
             for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], db) }
+            try history?.record(changes, tombstones: tombstones, schema: schema, db)
         }
+        remoteChanges?.storeDidSave(self)
     }
 
     private func table(_ id: ObjectID) throws -> String {

@@ -34,6 +34,10 @@ public final class SQLiteStore: PersistentStore {
     let translator: SQLFetchTranslator
     let externalStorage: ExternalBinaryStorage
     let transformers: ValueTransformerRegistry
+    /// Persistent history (nil: not tracked); see SQLiteStore+History.swift.
+    let history: SQLiteHistory?
+    /// Remote-change notifications (nil: not requested); see RemoteChangeObserver.swift.
+    let remoteChanges: RemoteChangeObserver?
 
     /// Store options, as Core Data names them.
     public enum Option {
@@ -50,7 +54,7 @@ public final class SQLiteStore: PersistentStore {
         self.url = url
         self.model = model
         self.configurationName = configurationName
-        self.isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true"
+        let isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true"
         self.transformers = transformers
         let exists = FileManager.default.fileExists(atPath: url.path)
         if !exists {
@@ -62,6 +66,9 @@ public final class SQLiteStore: PersistentStore {
         var configuration = Configuration()
         configuration.readonly = isReadOnly
         configuration.label = "OpenCoreData.SQLiteStore"
+        // Another connection (another coordinator or process) may hold the write
+        // lock: wait for it (`NSPersistentStoreTimeoutOption`, seconds) instead of failing.
+        configuration.busyMode = .timeout(options["NSPersistentStoreTimeoutOption"].flatMap(TimeInterval.init) ?? 30)
         var pragmas: [(String, String)] = [("synchronous", "NORMAL")]
         for (key, value) in options where key.hasPrefix(Option.pragmaPrefix) {
             let name = String(key.dropFirst(Option.pragmaPrefix.count))
@@ -81,11 +88,11 @@ public final class SQLiteStore: PersistentStore {
         }
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
-            let (metadata, schema) = try queue.read { db -> ([String: Any], SQLiteSchema) in
+            let (metadata, schema, hasHistory) = try queue.read { db -> ([String: Any], SQLiteSchema, Bool) in
                 let metadata = try SQLiteStoreMetadata.read(from: db, url: url)
                 try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
                 let schema = try SQLiteSchema(reading: db, model: model, configurationName: configurationName)
-                return (metadata, schema)
+                return (metadata, schema, try SQLiteHistory.hasRecordedHistory(db))
             }
             guard let uuid = metadata[SQLiteStoreMetadata.storeUUIDKey] as? String, !uuid.isEmpty else {
                 throw CoreDataError(.persistentStoreOpen, "The store at \(url.path) has no store UUID in Z_METADATA", url: url)
@@ -93,6 +100,9 @@ public final class SQLiteStore: PersistentStore {
             self.identifier = uuid
             self.schema = schema
             self.metadata = metadata.mapValues { AttributeValue(anyValue: $0) }
+            // As Core Data: a store with history opened without tracking is read-only,
+            // so that its history gets no gap.
+            self.isReadOnly = isReadOnly || (hasHistory && !Option.isOn(options[Option.persistentHistoryTracking]))
         } catch let error as CoreDataError {
             throw error
         } catch {
@@ -100,13 +110,27 @@ public final class SQLiteStore: PersistentStore {
         }
         self.translator = SQLFetchTranslator(layout: schema, storeIdentifier: identifier)
         self.externalStorage = ExternalBinaryStorage(storeURL: url)
+        if Option.isOn(options[Option.persistentHistoryTracking]) {
+            let history = SQLiteHistory(schema: schema, model: model, configurationName: configurationName)
+            if !self.isReadOnly {
+                do { try queue.write { db in try history.prepareTables(db) } } catch {
+                    throw SQLiteStoreErrors.coreDataError(error, url: url, doing: "creating the history tables")
+                }
+            }
+            self.history = history
+        } else {
+            self.history = nil
+        }
+        self.remoteChanges = Option.isOn(options[Option.remoteChangeNotificationPost])
+            ? RemoteChangeObserver(queue: queue, interval: options[Option.remoteChangePollInterval].flatMap(Double.init) ?? 0.5)
+            : nil
     }
 
     // MARK: Reading
 
-    public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
-        let statement = try translator.selectStatement(for: fetch)
-        return try read("fetching \(fetch.entity.name)") { db in
+    func fetchRows(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
+        let statement = try translator.selectStatement(for: fetch, properties: fetch.includesPropertyValues ? nil : [])
+        return try read("fetching \(fetch.entity.name)", in: snapshot) { db in
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
             let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
@@ -123,15 +147,15 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    public func count(_ fetch: StoreFetch) throws -> Int {
+    func count(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> Int {
         let statement = try translator.countStatement(for: fetch)
-        return try read("counting \(fetch.entity.name)") { db in
+        return try read("counting \(fetch.entity.name)", in: snapshot) { db in
             try statement.prepare(db)
             return try Int.fetchOne(db, sql: statement.sql, arguments: statement.statementArguments) ?? 0
         }
     }
 
-    public func row(for objectID: ObjectID) throws -> RowSnapshot? {
+    func row(for objectID: ObjectID, in snapshot: SQLiteStoreSnapshot?) throws -> RowSnapshot? {
         guard let pk = objectID.primaryKey, let table = schema.table(for: objectID.entity) else { return nil }
         var fetch = StoreFetch(entity: objectID.entity)
         fetch.includesSubentities = true
@@ -139,13 +163,13 @@ public final class SQLiteStore: PersistentStore {
         var sql = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
         sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ?"
-        return try read("reading \(objectID)") { db in
+        return try read("reading \(objectID)", in: snapshot) { db in
             guard let row = try Row.fetchOne(db, sql: sql, arguments: [pk]) else { return nil }
             return try self.snapshot(row, columns: columns)
         }
     }
 
-    public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [ObjectID] {
         guard let pk = objectID.primaryKey, let destination = relationship.destinationEntity,
               let storage = schema.storage(for: relationship, in: objectID.entity) else { return [] }
         let sql: String
@@ -160,7 +184,7 @@ public final class SQLiteStore: PersistentStore {
         default:
             return []
         }
-        return try read("reading \(objectID).\(relationship.name)") { db in
+        return try read("reading \(objectID).\(relationship.name)", in: snapshot) { db in
             try Row.fetchAll(db, sql: sql, arguments: [pk]).compactMap { row -> ObjectID? in
                 let key: Int64 = row[0]
                 let number: Int? = row[1]
@@ -244,8 +268,9 @@ public final class SQLiteStore: PersistentStore {
 
     // MARK: Access
 
-    func read<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ action: String, in snapshot: SQLiteStoreSnapshot? = nil, _ body: (Database) throws -> T) throws -> T {
         do {
+            if let snapshot { return try snapshot.read(body) }
             return try queue.read(body)
         } catch let error as CoreDataError {
             throw error

@@ -1,0 +1,188 @@
+import Foundation
+import OpenCoreDataPredicates
+
+extension ManagedObjectContext {
+    /// Runs a batch insert in the store (`execute(_:)`): no object is created in
+    /// any context. Merge the returned IDs into live contexts if they need them.
+    @discardableResult
+    public func execute(_ request: BatchInsertRequest) throws -> PersistentStoreResult {
+        assertOnQueue()
+        let entity = try batchEntity(request.entityName)
+        var rows: [[Int: AttributeValue]] = []
+        func add(_ values: [String: Any]) throws {
+            var row: [Int: AttributeValue] = [:]
+            for (key, value) in values {
+                guard let index = entity.propertyIndex(named: key),
+                      let attribute = entity.allProperties[index] as? AttributeDescription else {
+                    throw CoreDataError(.persistentStoreUnsupportedRequestType,
+                                        "A batch insert of '\(entity.name)' can only set attributes, not '\(key)'",
+                                        entityName: entity.name, key: key)
+                }
+                row[index] = ManagedObject.attributeValue(from: value, for: attribute)
+            }
+            rows.append(row)
+        }
+        if let objects = request.objectsToInsert {
+            for values in objects { try add(values) }
+        } else if let handler = request.dictionaryHandler {
+            while true {
+                var values: [String: Any] = [:]
+                if handler(&values) { break }
+                try add(values)
+            }
+        } else if let handler = request.managedObjectHandler {
+            let type = ManagedObjectClasses.type(for: entity)
+            while true {
+                let object = type.init(entity: entity, insertInto: nil)
+                if handler(object) { break }
+                var row: [Int: AttributeValue] = [:]
+                for (index, value) in (object.storage ?? []).enumerated() where entity.allProperties[index] is AttributeDescription {
+                    if case .attribute(let attribute) = value { row[index] = attribute }
+                }
+                rows.append(row)
+            }
+        }
+        guard let store = persistentStoreCoordinator?.store(for: entity) else {
+            throw CoreDataError(.persistentStoreSave, "No persistent store holds entity '\(entity.name)'", entityName: entity.name)
+        }
+        let ids = try store.execute(.insert(entity: entity, rows: rows))
+        return PersistentStoreResult(request.resultType, ids)
+    }
+
+    /// Runs a batch update in the store (`execute(_:)`): objects registered in
+    /// contexts keep their old values until refreshed (merge the returned IDs with
+    /// ``mergeChanges(fromRemoteContextSave:into:)``).
+    @discardableResult
+    public func execute(_ request: BatchUpdateRequest) throws -> PersistentStoreResult {
+        assertOnQueue()
+        let entity = try batchEntity(request.entityName)
+        var values: [Int: CoreExpression] = [:]
+        for (key, value) in request.propertiesToUpdate ?? [:] {
+            guard let index = entity.propertyIndex(named: key),
+                  let attribute = entity.allProperties[index] as? AttributeDescription, !attribute.isTransient else {
+                throw CoreDataError(.persistentStoreUnsupportedRequestType,
+                                    "A batch update of '\(entity.name)' can only change stored attributes, not '\(key)'",
+                                    entityName: entity.name, key: key)
+            }
+            if let expression = value as? CoreExpression {
+                values[index] = expression
+            } else {
+                values[index] = .constant(ManagedObject.attributeValue(from: value, for: attribute))
+            }
+        }
+        var fetch = StoreFetch(entity: entity)
+        fetch.predicate = request.predicate
+        fetch.includesSubentities = request.includesSubentities
+        let ids = try runBatch(.update(fetch, values: values), entity: entity)
+        return PersistentStoreResult(request.resultType, ids)
+    }
+
+    /// Runs a batch delete in the store (`execute(_:)`), delete rules included.
+    /// Contexts keep the deleted objects until you merge the returned IDs with
+    /// ``mergeChanges(fromRemoteContextSave:into:)``.
+    @discardableResult
+    public func execute(_ request: BatchDeleteRequest) throws -> PersistentStoreResult {
+        assertOnQueue()
+        if let ids = request.objectIDs {
+            guard let first = ids.first else { return PersistentStoreResult(request.resultType, []) }
+            if let other = ids.first(where: { $0.entity.rootEntity !== first.entity.rootEntity }) {
+                throw CoreDataError(.persistentStoreUnsupportedRequestType,
+                                    "A batch delete by IDs needs objects of one entity: \(first.entityName) and \(other.entityName) are mixed",
+                                    entityName: other.entityName)
+            }
+            if let temporary = ids.first(where: \.isTemporaryID) {
+                throw CoreDataError(.persistentStoreUnsupportedRequestType, "Can't batch delete \(temporary): its ID is temporary",
+                                    objectDescription: temporary.description)
+            }
+            let ids = try runBatch(.deleteObjects(ids), entity: first.entity)
+            return PersistentStoreResult(request.resultType, ids)
+        }
+        let entity = try batchEntity(request.entityName ?? "")
+        var fetch = StoreFetch(entity: entity)
+        fetch.predicate = request.predicate
+        fetch.includesSubentities = request.includesSubentities
+        let ids = try runBatch(.delete(fetch), entity: entity)
+        return PersistentStoreResult(request.resultType, ids)
+    }
+
+    private func batchEntity(_ name: String) throws -> EntityDescription {
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.coreData, "The context has no persistent store coordinator")
+        }
+        guard let entity = coordinator.managedObjectModel.entitiesByName[name] else {
+            throw CoreDataError(.coreData, "The model has no entity named '\(name)'", entityName: name)
+        }
+        return entity
+    }
+
+    /// Runs a batch request on every store holding the entity; the row cache is
+    /// emptied so that faults fire with the new values.
+    private func runBatch(_ request: StoreBatchRequest, entity: EntityDescription) throws -> [ObjectID] {
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.coreData, "The context has no persistent store coordinator")
+        }
+        var ids: [ObjectID] = []
+        let stores = coordinator.storesHolding(entity)
+        if case .deleteObjects(let all) = request {
+            for store in stores {
+                let mine = all.filter { $0.storeIdentifier == store.identifier }
+                if !mine.isEmpty { ids += try store.execute(.deleteObjects(mine)) }
+            }
+        } else {
+            for store in stores { ids += try store.execute(request) }
+        }
+        coordinator.forgetCachedRows()
+        return ids
+    }
+}
+
+/// The keys of the dictionary given to
+/// ``ManagedObjectContext/mergeChanges(fromRemoteContextSave:into:)``
+/// (`NSInsertedObjectsKey`, `NSUpdatedObjectsKey`, `NSDeletedObjectsKey` and the
+/// `...ObjectIDsKey` variants, which mean the same here).
+public enum RemoteChangeKey {
+    /// The IDs of inserted objects (`NSInsertedObjectsKey`).
+    public static let inserted = "inserted"
+    /// The IDs of updated objects (`NSUpdatedObjectsKey`).
+    public static let updated = "updated"
+    /// The IDs of deleted objects (`NSDeletedObjectsKey`).
+    public static let deleted = "deleted"
+    /// The IDs of inserted objects (`NSInsertedObjectIDsKey`).
+    public static let insertedObjectIDs = "inserted_objectIDs"
+    /// The IDs of updated objects (`NSUpdatedObjectIDsKey`).
+    public static let updatedObjectIDs = "updated_objectIDs"
+    /// The IDs of deleted objects (`NSDeletedObjectIDsKey`).
+    public static let deletedObjectIDs = "deleted_objectIDs"
+}
+
+extension ManagedObjectContext {
+    /// Merges changes made behind the contexts' back (a batch request, another
+    /// coordinator, another process) into live contexts
+    /// (`mergeChanges(fromRemoteContextSave:into:)`), on each context's queue,
+    /// exactly as ``mergeChanges(from:)`` merges another context's save:
+    /// registered objects that were updated are refreshed (their unsaved changes
+    /// kept on top), deleted ones are removed from the context and from the
+    /// relationships of the others, inserted ones are announced; observers see all
+    /// of it in the next ``objectsDidChangeNotification``.
+    ///
+    /// ```swift
+    /// let result = try context.execute(deleteRequest)   // resultType = .objectIDs
+    /// ManagedObjectContext.mergeChanges(
+    ///     fromRemoteContextSave: [RemoteChangeKey.deleted: result.objectIDs ?? []],
+    ///     into: [context, otherContext])
+    /// ```
+    public static func mergeChanges(fromRemoteContextSave changes: [String: [ObjectID]], into contexts: [ManagedObjectContext]) {
+        func ids(_ key: String, _ idsKey: String) -> Set<ObjectID> {
+            Set((changes[key] ?? []) + (changes[idsKey] ?? []))
+        }
+        // The same merge as a save of another context, given by IDs.
+        let summary = ContextSaveSummary(insertedObjectIDs: ids(RemoteChangeKey.inserted, RemoteChangeKey.insertedObjectIDs),
+                                         updatedObjectIDs: ids(RemoteChangeKey.updated, RemoteChangeKey.updatedObjectIDs),
+                                         deletedObjectIDs: ids(RemoteChangeKey.deleted, RemoteChangeKey.deletedObjectIDs))
+        for context in contexts {
+            // The rows changed behind the row cache's back: faults read them anew.
+            context.persistentStoreCoordinator?.forgetCachedRows()
+            context.performAndWait { context.mergeChanges(from: summary) }
+        }
+    }
+}

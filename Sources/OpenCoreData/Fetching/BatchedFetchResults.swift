@@ -1,0 +1,131 @@
+import Foundation
+import OpenCoreDataPredicates
+
+/// The results of a fetch with a ``FetchRequest/fetchBatchSize``: a lazy
+/// random-access collection that holds the IDs of every matching object and loads
+/// the objects a batch at a time, when an element of the batch is first read
+/// (Core Data's batch-faulting array).
+///
+/// ```swift
+/// let request = FetchRequest<Mood>(entityName: "Mood")
+/// request.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+/// request.fetchBatchSize = 20
+/// let moods = try context.fetchInBatches(request)
+/// moods.count          // every match, from one ID query
+/// moods[0].rating      // loads moods[0..<20] with one query
+/// moods[25]            // loads moods[20..<40]
+/// ```
+///
+/// The collection keeps the objects of the batches it has loaded alive, like Core
+/// Data's array does; objects not yet touched are just IDs. Unsaved inserts,
+/// updates and deletes of the context are taken into account when the IDs are
+/// fetched (with `includesPendingChanges`, the default).
+public struct BatchedFetchResults<Result>: RandomAccessCollection {
+    final class Storage {
+        let context: ManagedObjectContext
+        let ids: [ObjectID]
+        let batchSize: Int
+        var batches: [Int: [ManagedObject]] = [:]
+        let entity: EntityDescription
+
+        init(context: ManagedObjectContext, ids: [ObjectID], batchSize: Int, entity: EntityDescription) {
+            self.context = context
+            self.ids = ids
+            self.batchSize = batchSize
+            self.entity = entity
+        }
+
+        func object(at index: Int) -> ManagedObject {
+            let batch = index / batchSize
+            if let objects = batches[batch] { return objects[index - batch * batchSize] }
+            let range = (batch * batchSize)..<Swift.min(ids.count, (batch + 1) * batchSize)
+            let objects = context.loadBatch(Array(ids[range]), entity: entity)
+            batches[batch] = objects
+            return objects[index - batch * batchSize]
+        }
+    }
+
+    let storage: Storage
+
+    /// The IDs of the results, in order.
+    public var objectIDs: [ObjectID] { storage.ids }
+    /// The number of batches loaded so far.
+    public var loadedBatchCount: Int { storage.batches.count }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { storage.ids.count }
+
+    /// The result at `position`, loading its batch if it is not loaded yet.
+    public subscript(position: Int) -> Result {
+        let object = storage.object(at: position)
+        guard let result = object as? Result else {
+            preconditionFailure("OpenCoreData: \(object.entity.name) objects are \(type(of: object)), not \(Result.self)")
+        }
+        return result
+    }
+}
+
+extension ManagedObjectContext {
+    /// Runs a fetch request lazily (`fetch(_:)` with a `fetchBatchSize`): one query
+    /// for the IDs of the matching objects, then one per batch of
+    /// ``FetchRequest/fetchBatchSize`` objects as they are read. A batch size of 0
+    /// loads everything in one batch.
+    ///
+    /// ```swift
+    /// request.fetchBatchSize = 50
+    /// for mood in try context.fetchInBatches(request) { ... }   // 50 at a time
+    /// ```
+    ///
+    /// Throws when `Result` is not the class of the entity's objects, as
+    /// ``fetch(_:)`` does.
+    public func fetchInBatches<Result>(_ request: FetchRequest<Result>) throws -> BatchedFetchResults<Result> {
+        assertOnQueue()
+        if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
+        let entity = try resolveEntity(request)
+        // Every object the collection can hold must be a Result: checked here, so
+        // that reading an element never fails.
+        for member in request.includesSubentities ? entity.selfAndDescendants : [entity] where !member.isAbstract {
+            let expected = ManagedObjectClasses.type(for: member)
+            guard expected is Result.Type else {
+                throw CoreDataError(.coreData, "The fetch of '\(member.name)' returns \(expected) objects, not \(Result.self): register the class with ManagedObjectClasses.register or set the entity's class name",
+                                    entityName: member.name)
+            }
+        }
+        let idRequest = FetchRequest<ObjectID>(entity: entity)
+        idRequest.predicate = request.predicate
+        idRequest.sortDescriptors = request.sortDescriptors
+        idRequest.fetchLimit = request.fetchLimit
+        idRequest.fetchOffset = request.fetchOffset
+        idRequest.includesSubentities = request.includesSubentities
+        idRequest.includesPendingChanges = request.includesPendingChanges
+        let ids = try fetch(idRequest)
+        let size = request.fetchBatchSize > 0 ? request.fetchBatchSize : max(ids.count, 1)
+        return BatchedFetchResults(storage: .init(context: self, ids: ids, batchSize: size, entity: entity))
+    }
+
+    /// The objects of `ids`, in order, registered with their values: the rows of
+    /// those not loaded yet come from one store query.
+    func loadBatch(_ ids: [ObjectID], entity: EntityDescription) -> [ManagedObject] {
+        let missing = ids.filter { id in
+            guard !id.isTemporaryID else { return false }
+            guard let object = registry[id]?.object else { return true }
+            return object.isFault
+        }
+        if !missing.isEmpty {
+            var fetch = StoreFetch(entity: entity)
+            fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
+            let rows = (try? sourceRows(fetch)) ?? []
+            var loaded: [ObjectID: ManagedObject] = [:]
+            for row in rows {
+                let object = registry[row.objectID]?.object ?? makeFault(row.objectID, row: row)
+                if object.isFault {
+                    load(row, into: object)
+                    object.awakeFromFetch()
+                }
+                loaded[row.objectID] = object
+            }
+            return ids.map { loaded[$0] ?? object(with: $0) }
+        }
+        return ids.map { object(with: $0) }
+    }
+}

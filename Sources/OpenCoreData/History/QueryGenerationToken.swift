@@ -1,0 +1,264 @@
+import Foundation
+import GRDB
+
+/// A query generation (`NSQueryGenerationToken`): the state of a coordinator's
+/// SQLite stores at one moment, which a context can be pinned to.
+///
+/// A pinned context reads — fetches, counts, faults, to-many relationships —
+/// as the stores were when its generation began, whatever other contexts,
+/// coordinators or processes save meanwhile. It moves to the newest generation
+/// when it saves, when it is reset, or when you set ``current`` again.
+///
+/// ```swift
+/// try context.setQueryGenerationFrom(.current)   // pin at the next read
+/// let moods = try context.fetch(request)          // the generation begins here
+/// // … another process saves …
+/// try context.count(for: request)                 // still the count of then
+/// try context.setQueryGenerationFrom(.current)   // move on
+/// ```
+///
+/// Tokens are `Sendable`: give one context's ``ManagedObjectContext/queryGenerationToken``
+/// to another to have both read the same generation. A generation lives while a
+/// context or token holds it.
+///
+/// Only SQLite stores support generations (as in Core Data). On SQLite a
+/// generation is a read transaction held open on a connection of its own: the
+/// store must use WAL journaling (every store OpenCoreData creates does), which
+/// lets writers go on while the generation reads its snapshot.
+public struct QueryGenerationToken: Sendable, Hashable {
+    /// The current generation: a context given it pins itself to the newest
+    /// generation when it next reads.
+    public static let current = QueryGenerationToken(generation: nil)
+
+    let generation: QueryGeneration?
+
+    /// Whether this is ``current`` rather than a pinned generation.
+    public var isCurrent: Bool { generation == nil }
+
+    public static func == (lhs: QueryGenerationToken, rhs: QueryGenerationToken) -> Bool {
+        lhs.generation === rhs.generation
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(generation.map(ObjectIdentifier.init))
+    }
+}
+
+/// One generation: a snapshot of each SQLite store of a coordinator.
+final class QueryGeneration: Sendable {
+    let snapshots: [String: SQLiteStoreSnapshot]
+
+    init(stores: [any PersistentStore]) throws {
+        var snapshots: [String: SQLiteStoreSnapshot] = [:]
+        for store in stores {
+            guard let sqlite = store as? SQLiteStore else { throw QueryGeneration.unsupported(store) }
+            snapshots[sqlite.identifier] = try SQLiteStoreSnapshot(store: sqlite)
+        }
+        self.snapshots = snapshots
+    }
+
+    static func unsupported(_ store: any PersistentStore) -> CoreDataError {
+        CoreDataError(.persistentStoreUnsupportedRequestType,
+                      "Query generations are supported only by SQLite stores; store \(store.identifier) is \(store.type.rawValue)",
+                      url: store.url)
+    }
+
+    /// The snapshot to read `store` from; nil for a store added after the generation began.
+    func snapshot(for store: any PersistentStore) -> (SQLiteStore, SQLiteStoreSnapshot)? {
+        guard let sqlite = store as? SQLiteStore, let snapshot = snapshots[sqlite.identifier] else { return nil }
+        return (sqlite, snapshot)
+    }
+}
+
+/// A read transaction held open on a store file: the store as it was when the
+/// transaction began.
+final class SQLiteStoreSnapshot: Sendable {
+    private let queue: DatabaseQueue
+
+    init(store: SQLiteStore) throws {
+        guard let url = store.url else { throw QueryGeneration.unsupported(store) }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "OpenCoreData.QueryGeneration"
+        // The transaction stays open between reads on purpose: it is the generation.
+        configuration.allowsUnsafeTransactions = true
+        configuration.prepareDatabase { db in SQLiteFunctions.registerFunctions(db) }
+        do {
+            queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            try queue.inDatabase { db in
+                let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode")?.lowercased()
+                guard mode == "wal" else {
+                    throw CoreDataError(.persistentStoreOperation,
+                                        "Query generations need a store in WAL journal mode; \(url.path) uses \(mode ?? "?")", url: url)
+                }
+                try db.execute(sql: "BEGIN DEFERRED TRANSACTION")
+                // The first read fixes the snapshot.
+                _ = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Z_PRIMARYKEY")
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: "starting a query generation")
+        }
+    }
+
+    deinit {
+        try? queue.inDatabase { db in try db.execute(sql: "ROLLBACK") }
+        try? queue.close()
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.inDatabase(body)
+    }
+}
+
+/// Where a context stands with query generations.
+enum QueryGenerationState {
+    /// Not using generations: reads see the latest saves.
+    case unpinned
+    /// Pin to the newest generation at the next read.
+    case current
+    /// Pinned.
+    case pinned(QueryGeneration)
+}
+
+extension ManagedObjectContext {
+    /// The generation the context is pinned to, or nil when it does not use query
+    /// generations (`queryGenerationToken`). A context set to ``QueryGenerationToken/current``
+    /// pins itself when this is read.
+    public var queryGenerationToken: QueryGenerationToken? {
+        switch queryGenerationState {
+        case .unpinned: return nil
+        case .pinned(let generation): return QueryGenerationToken(generation: generation)
+        case .current: return (try? readGeneration()).map { QueryGenerationToken(generation: $0) } ?? .current
+        }
+    }
+
+    /// Pins the context to a generation (`setQueryGenerationFrom(_:)`):
+    /// ``QueryGenerationToken/current`` for the newest (taken at the next read),
+    /// another context's token to share its generation, nil to stop using
+    /// generations. Registered objects keep their values until they are refreshed
+    /// or refetched.
+    ///
+    /// ```swift
+    /// try context.setQueryGenerationFrom(.current)
+    /// let other = ManagedObjectContext(concurrencyType: .privateQueue)
+    /// other.persistentStoreCoordinator = coordinator
+    /// try other.setQueryGenerationFrom(context.queryGenerationToken)
+    /// ```
+    ///
+    /// Throws ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` when a
+    /// store of the coordinator is not a SQLite store, and when the token belongs
+    /// to other stores.
+    public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
+        assertOnQueue()
+        guard let token else {
+            queryGenerationState = .unpinned
+            return
+        }
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.coreData, "The context has no persistent store coordinator")
+        }
+        let stores = coordinator.persistentStores
+        if let store = stores.first(where: { !($0 is SQLiteStore) }) { throw QueryGeneration.unsupported(store) }
+        guard let generation = token.generation else {
+            queryGenerationState = .current
+            return
+        }
+        let identifiers = Set(stores.map(\.identifier))
+        guard !generation.snapshots.isEmpty, generation.snapshots.keys.allSatisfy(identifiers.contains) else {
+            throw CoreDataError(.persistentStoreUnsupportedRequestType, "The query generation token belongs to other stores than this context's")
+        }
+        queryGenerationState = .pinned(generation)
+    }
+
+    /// The generation reads go to (pinning now when set to current), or nil.
+    func readGeneration() throws -> QueryGeneration? {
+        switch queryGenerationState {
+        case .unpinned: return nil
+        case .pinned(let generation): return generation
+        case .current:
+            guard let coordinator = persistentStoreCoordinator else { return nil }
+            let generation = try QueryGeneration(stores: coordinator.persistentStores)
+            queryGenerationState = .pinned(generation)
+            return generation
+        }
+    }
+
+    /// Whether rows this context reads may go into the coordinator's shared row
+    /// cache (not when they come from a pinned generation).
+    var sharesRowCache: Bool {
+        guard parent == nil else { return false }   // a child's rows hold its parent's unsaved state
+        if case .unpinned = queryGenerationState { return true }
+        return false
+    }
+
+    /// Moves a pinned context to the newest generation (after a save or reset).
+    func advanceQueryGeneration() {
+        if case .pinned = queryGenerationState { queryGenerationState = .current }
+    }
+
+    /// The objects of a to-many relationship, read in the context's generation.
+    func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+        guard let coordinator = persistentStoreCoordinator else { return [] }
+        return try coordinator.relatedObjectIDs(of: id, relationship: relationship, generation: try readGeneration())
+    }
+}
+
+extension PersistentStoreCoordinator {
+    func fetchRows(_ fetch: StoreFetch, generation: QueryGeneration?) throws -> [RowSnapshot] {
+        guard let generation else { return try fetchRows(fetch) }
+        var rows: [RowSnapshot] = []
+        for store in storesHolding(fetch.entity) {
+            if let (sqlite, snapshot) = generation.snapshot(for: store) {
+                rows += try sqlite.fetchRows(fetch, in: snapshot)
+            } else {
+                rows += try store.fetchRows(fetch)
+            }
+        }
+        return rows
+    }
+
+    func count(_ fetch: StoreFetch, generation: QueryGeneration?) throws -> Int {
+        guard let generation else { return try count(fetch) }
+        return try storesHolding(fetch.entity).reduce(0) { total, store in
+            if let (sqlite, snapshot) = generation.snapshot(for: store) { return total + (try sqlite.count(fetch, in: snapshot)) }
+            return total + (try store.count(fetch))
+        }
+    }
+
+    /// The row of `id` in a generation (never from the shared row cache), else as ``row(for:)``.
+    func row(for id: ObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
+        guard let generation else { return try row(for: id) }
+        guard let store = store(for: id) else { return nil }
+        if let (sqlite, snapshot) = generation.snapshot(for: store) { return try sqlite.row(for: id, in: snapshot) }
+        return try store.row(for: id)
+    }
+
+    func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription, generation: QueryGeneration?) throws -> [ObjectID] {
+        guard let generation else { return try relatedObjectIDs(of: id, relationship: relationship) }
+        guard let store = store(for: id) else { return [] }
+        if let (sqlite, snapshot) = generation.snapshot(for: store) {
+            return try sqlite.relatedObjectIDs(of: id, relationship: relationship, in: snapshot)
+        }
+        return try store.relatedObjectIDs(of: id, relationship: relationship)
+    }
+}
+
+extension SQLiteStore {
+    public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] { try fetchRows(fetch, in: nil) }
+    public func count(_ fetch: StoreFetch) throws -> Int { try count(fetch, in: nil) }
+    public func row(for objectID: ObjectID) throws -> RowSnapshot? { try row(for: objectID, in: nil) }
+    public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+        try relatedObjectIDs(of: objectID, relationship: relationship, in: nil)
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// The row of `id` from its store (or the generation's snapshot), bypassing the row cache.
+    func storeRow(for id: ObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
+        guard let store = store(for: id) else { return nil }
+        if let (sqlite, snapshot) = generation?.snapshot(for: store) { return try sqlite.row(for: id, in: snapshot) }
+        return try store.row(for: id)
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import GRDB
+import OpenCoreDataPredicates
+
+extension SQLiteStore {
+    /// Batch requests in SQL where it can say them: an update is one `UPDATE`
+    /// (values computed by SQLite, `Z_OPT` bumped), a delete whose delete rules
+    /// are only nullify and no-action is a few `DELETE`/`UPDATE` statements over the
+    /// matching keys. Inserts, cascade or deny deletes, and updates whose values
+    /// SQL cannot compute exactly as the evaluator does run over rows
+    /// (``PersistentStore/executeOverRows(_:)``), still in one transaction; so do
+    /// all batch requests on a store with persistent history tracking, so that
+    /// their changes are recorded in the history like any save's.
+    public func execute(_ request: StoreBatchRequest) throws -> [ObjectID] {
+        if isReadOnly {
+            throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url)
+        }
+        // With persistent history tracking, batch changes are recorded like any
+        // save: they go through save(_:).
+        switch history == nil ? request : nil {
+        case let .update(fetch, values):
+            if let ids = try sqlUpdate(fetch, values) { return ids }
+        case .delete(let fetch):
+            if let ids = try sqlDelete(fetch) { return ids }
+        default:
+            break
+        }
+        return try executeOverRows(request)
+    }
+
+    /// `SELECT t0.Z_PK FROM ... WHERE ...` for the rows of a fetch.
+    private func keySelect(_ fetch: StoreFetch) throws -> SQLFragment {
+        var unsorted = fetch
+        unsorted.sortDescriptors = []
+        let context = try SQLTranslationContext(translator: translator, fetch: unsorted)
+        let condition = try context.whereCondition()
+        var sql = SQLFragment("SELECT t0.Z_PK FROM ") + context.fromClause()
+        if let condition { sql += " WHERE " + condition }
+        return sql
+    }
+
+    private func matchingIDs(_ fetch: StoreFetch, _ db: Database) throws -> [ObjectID] {
+        var unsorted = fetch
+        unsorted.sortDescriptors = []
+        let statement = try translator.selectStatement(for: unsorted, properties: [])
+        try statement.prepare(db)
+        var ids: [ObjectID] = []
+        let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
+        while let row = try rows.next() {
+            let pk: Int64 = row[0]
+            guard let number: Int = row[1], let entity = entity(forNumber: number) else { continue }
+            ids.append(ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
+        }
+        return ids
+    }
+
+    // MARK: Update
+
+    private func sqlUpdate(_ fetch: StoreFetch, _ values: [Int: CoreExpression]) throws -> [ObjectID]? {
+        let entity = fetch.entity
+        guard let table = schema.table(for: entity), !values.isEmpty else { return nil }
+        var sets: [SQLFragment] = []
+        var ranges: [(String, ClosedRange<Int64>)] = []
+        for (index, expression) in values.sorted(by: { $0.key < $1.key }) {
+            guard index < entity.allProperties.count, let attribute = entity.allProperties[index] as? AttributeDescription,
+                  let column = schema.column(for: attribute, in: entity) else { return nil }
+            let quoted = SQLiteIdentifier.quoted(column)
+            if case .constant(let value) = expression {
+                let typed = try StoreBatchExecution.typed(value, attribute)
+                sets.append(SQLFragment("\(quoted) = ?", arguments: [try encode(typed, for: attribute)]))
+                continue
+            }
+            // Computed values: numbers only, integers only from integers, so that
+            // SQL computes what the evaluator computes.
+            let type = attribute.attributeType
+            guard SQLDomain(type) == .numeric, type != .decimal, type != .boolean,
+                  SQLiteStore.isSQLArithmetic(expression, integral: type.integerRange != nil, entity: entity) else { return nil }
+            let context = try SQLTranslationContext(translator: translator, fetch: StoreFetch(entity: entity))
+            guard case .scalar(let value, .numeric)? = try? context.operand(expression) else { return nil }
+            var term = SQLFragment("\(quoted) = (SELECT ") + value + " FROM " + context.fromClause()
+            term += SQLFragment(" WHERE t0.Z_PK = \(SQLiteIdentifier.quoted(table)).Z_PK)")
+            sets.append(term)
+            if let range = type.integerRange { ranges.append((quoted, range)) }
+        }
+        let keys = try keySelect(fetch)
+        return try write("batch updating \(entity.name)") { db -> [ObjectID] in
+            let ids = try self.matchingIDs(fetch, db)
+            guard !ids.isEmpty else { return [] }
+            var sql = SQLFragment("UPDATE \(SQLiteIdentifier.quoted(table)) SET ") + SQLFragment.joined(sets, separator: ", ")
+            sql += " , Z_OPT = Z_OPT + 1 WHERE Z_PK IN (" + keys + ")"
+            try db.execute(sql: sql.text, arguments: StatementArguments(sql.arguments))
+            // Values out of an integer type's range fail the request, as in memory.
+            for (column, range) in ranges {
+                let check = "SELECT \(column) FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (" + keys.text
+                    + ") AND (\(column) < \(range.lowerBound) OR \(column) > \(range.upperBound)) LIMIT 1"
+                if let bad = try DatabaseValue.fetchOne(db, sql: check, arguments: StatementArguments(keys.arguments)), !bad.isNull {
+                    throw CoreDataError(.managedObjectValidation, "\(entity.name).\(column): \(bad) is out of the attribute's range",
+                                        entityName: entity.name, valueDescription: "\(bad)")
+                }
+            }
+            return ids
+        }
+    }
+
+    /// Whether an expression is `+`, `-`, `*` over numeric key paths of the entity
+    /// and numeric constants (integers only when `integral`).
+    static func isSQLArithmetic(_ expression: CoreExpression, integral: Bool, entity: EntityDescription) -> Bool {
+        switch expression {
+        case .constant(let value):
+            switch value {
+            case .int: return true
+            case .double: return !integral
+            default: return false
+            }
+        case .keyPath(let path):
+            guard let attribute = entity.propertiesByName[path] as? AttributeDescription else { return false }
+            let type = attribute.attributeType
+            if integral { return type.integerRange != nil }
+            return SQLDomain(type) == .numeric && type != .decimal
+        case let .function(name, arguments):
+            guard [PredicateFunction.add.rawValue, PredicateFunction.subtract.rawValue, PredicateFunction.multiply.rawValue].contains(name),
+                  arguments.count == 2 else { return false }
+            return arguments.allSatisfy { isSQLArithmetic($0, integral: integral, entity: entity) }
+        default:
+            return false
+        }
+    }
+
+    // MARK: Delete
+
+    /// A delete in SQL when every relationship of the deleted entities is nullify
+    /// or no-action: nullified inverse to-ones and join-table rows are cleared with
+    /// one statement each, then the rows go.
+    private func sqlDelete(_ fetch: StoreFetch) throws -> [ObjectID]? {
+        let entities = fetch.includesSubentities ? fetch.entity.selfAndDescendants : [fetch.entity]
+        // Statements over the keys in temp.ocd_batch_keys, with the mandatory
+        // inverse a nullification would break and the table and column to probe.
+        var statements: [(sql: String, mandatory: (RelationshipDescription, String)?)] = []
+        for entity in entities {
+            for property in entity.allProperties {
+                guard let relationship = property as? RelationshipDescription else { continue }
+                switch relationship.deleteRule {
+                case .cascade, .deny:
+                    return nil
+                case .noAction:
+                    continue
+                case .nullify:
+                    break
+                }
+                if case .joinTable(let join)? = schema.storage(for: relationship, in: entity) {
+                    let sql = "DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) IN (SELECT pk FROM temp.ocd_batch_keys)"
+                    if !statements.contains(where: { $0.sql == sql }) { statements.append((sql, nil)) }
+                    continue
+                }
+                guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
+                      let destination = relationship.destinationEntity else { continue }
+                for owner in destination.selfAndDescendants {
+                    guard case .toOne(let column, let entityColumn, let orderColumn)? = schema.storage(for: inverse, in: owner),
+                          let table = schema.table(for: owner) else { continue }
+                    var sets = "\(SQLiteIdentifier.quoted(column)) = NULL"
+                    for extra in [entityColumn, orderColumn].compactMap({ $0 }) { sets += ", \(SQLiteIdentifier.quoted(extra)) = NULL" }
+                    let matching = "\(SQLiteIdentifier.quoted(table)) WHERE \(SQLiteIdentifier.quoted(column)) IN (SELECT pk FROM temp.ocd_batch_keys)"
+                    let sql = "UPDATE \(SQLiteIdentifier.quoted(table)) SET \(sets), Z_OPT = Z_OPT + 1 WHERE \(SQLiteIdentifier.quoted(column)) IN (SELECT pk FROM temp.ocd_batch_keys)"
+                    if !statements.contains(where: { $0.sql == sql }) {
+                        statements.append((sql, inverse.isOptional ? nil : (inverse, "SELECT 1 FROM " + matching + " LIMIT 1")))
+                    }
+                }
+            }
+        }
+        guard let table = schema.table(for: fetch.entity) else { return nil }
+        let keys = try keySelect(fetch)
+        return try write("batch deleting \(fetch.entity.name)") { db -> [ObjectID] in
+            let ids = try self.matchingIDs(fetch, db)
+            guard !ids.isEmpty else { return [] }
+            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS ocd_batch_keys (pk INTEGER PRIMARY KEY)")
+            try db.execute(sql: "DELETE FROM temp.ocd_batch_keys")
+            defer { try? db.execute(sql: "DELETE FROM temp.ocd_batch_keys") }
+            try db.execute(sql: "INSERT INTO temp.ocd_batch_keys (pk) " + keys.text, arguments: StatementArguments(keys.arguments))
+            for (statement, mandatory) in statements {
+                if let (mandatory, probe) = mandatory {
+                    // A mandatory inverse to-one cannot be nullified.
+                    if try Bool.fetchOne(db, sql: probe) == true {
+                        throw CoreDataError(.persistentStoreSave,
+                                            "Batch delete failed due to mandatory OTO nullify inverse on \(mandatory.entity?.name ?? "?")/\(mandatory.name)",
+                                            entityName: mandatory.entity?.name, key: mandatory.name)
+                    }
+                }
+                try db.execute(sql: statement)
+            }
+            try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (SELECT pk FROM temp.ocd_batch_keys)")
+            return ids
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import Foundation
+import OpenCoreDataPredicates
+
+/// What a store is asked for by a dictionary fetch: the rows of ``fetch``, turned
+/// into one dictionary per row (or per group with ``groupBy``), distinct if asked,
+/// filtered by ``havingPredicate``, then offset and limited.
+///
+/// ```swift
+/// var fetch = StoreDictionaryFetch(fetch: StoreFetch(entity: mood))
+/// fetch.columns = [StoreColumn(name: "rating", expression: .keyPath("rating")),
+///                  StoreColumn(name: "n", expression: .function("count:", arguments: [.keyPath("rating")]),
+///                              resultType: .integer64)]
+/// fetch.groupBy = [fetch.columns[0]]
+/// let rows = try store.fetchDictionaries(fetch)   // [["rating": .attribute(3), "n": .attribute(7)], ...]
+/// ```
+///
+/// Stores get an implementation by evaluation for free (over ``PersistentStore/fetchRows(_:)``);
+/// the SQLite store computes everything but the having predicate in one `SELECT`.
+public struct StoreDictionaryFetch: Sendable {
+    /// The entity, predicate, sort, offset and limit.
+    public var fetch: StoreFetch
+    /// The values of each dictionary.
+    public var columns: [StoreColumn] = []
+    /// The columns rows are grouped by (empty: no grouping, unless a column
+    /// aggregates, which makes all the rows one group).
+    public var groupBy: [StoreColumn] = []
+    /// Which groups are kept, evaluated against each result dictionary.
+    public var havingPredicate: CorePredicate?
+    /// Whether equal dictionaries are returned once (the first of them).
+    public var distinct = false
+
+    public init(fetch: StoreFetch) { self.fetch = fetch }
+
+    /// Whether any column aggregates over rows.
+    var aggregates: Bool { columns.contains { StoreColumn.containsAggregate($0.expression) } }
+}
+
+/// One value of a dictionary fetch: its key and the expression computing it.
+public struct StoreColumn: Sendable {
+    /// The key in the result dictionary.
+    public var name: String
+    /// A key path (attribute, to-one relationship, path through to-ones) or an
+    /// expression, with aggregate functions over the rows of a group.
+    public var expression: CoreExpression
+    /// The type of the value (nil: the type of the attribute reached).
+    public var resultType: AttributeType?
+
+    public init(name: String, expression: CoreExpression, resultType: AttributeType? = nil) {
+        self.name = name
+        self.expression = expression
+        self.resultType = resultType
+    }
+
+    /// The aggregate functions: over the rows of a group, not over one object.
+    static let aggregateFunctions: Set<String> = ["sum:", "average:", "min:", "max:", "count:"]
+
+    static func isAggregate(_ expression: CoreExpression) -> Bool {
+        if case .function(let name, let arguments) = expression, aggregateFunctions.contains(name), arguments.count == 1 {
+            return true
+        }
+        return false
+    }
+
+    static func containsAggregate(_ expression: CoreExpression) -> Bool {
+        if isAggregate(expression) { return true }
+        if case .function(_, let arguments) = expression { return arguments.contains(where: containsAggregate) }
+        return false
+    }
+}
+
+extension PersistentStore {
+    /// Dictionary results by evaluation: the store's rows are fetched (filtered and
+    /// sorted), grouped, and the columns computed in memory. The default for
+    /// stores that do not compute them themselves.
+    public func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
+        try StoreDictionaryEvaluation(store: self, request: request).run()
+    }
+}
+
+/// Computes dictionary results over a store's rows.
+struct StoreDictionaryEvaluation {
+    let store: any PersistentStore
+    let request: StoreDictionaryFetch
+    let graph: StoreRowGraph
+
+    init(store: any PersistentStore, request: StoreDictionaryFetch) {
+        self.store = store
+        self.request = request
+        self.graph = StoreRowGraph(store: store)
+    }
+
+    func run() throws -> [[String: SnapshotValue]] {
+        var fetch = request.fetch
+        fetch.fetchOffset = 0
+        fetch.fetchLimit = 0
+        let rows = try store.fetchRows(fetch)
+        for row in rows { graph.remember(row) }
+        // Groups, in the order of their first row.
+        var groups: [[RowSnapshot]] = []
+        let groupColumns = request.distinct && request.groupBy.isEmpty ? request.columns : request.groupBy
+        if !groupColumns.isEmpty {
+            var indexes: [[SnapshotValue]: Int] = [:]
+            for row in rows {
+                let key = try groupColumns.map { try rowValue($0.expression, row, $0.resultType) }
+                if let index = indexes[key] {
+                    groups[index].append(row)
+                } else {
+                    indexes[key] = groups.count
+                    groups.append([row])
+                }
+            }
+        } else if request.aggregates {
+            groups = [rows]
+        } else {
+            groups = rows.map { [$0] }
+        }
+        var results: [[String: SnapshotValue]] = []
+        var seen = Set<[String: SnapshotValue]>()
+        for group in groups {
+            var dictionary: [String: SnapshotValue] = [:]
+            for column in request.columns {
+                let value = try groupValue(column.expression, group)
+                dictionary[column.name] = StoreDictionaryEvaluation.coerce(value, to: column.resultType)
+            }
+            if request.distinct, !seen.insert(dictionary).inserted { continue }
+            results.append(dictionary)
+        }
+        if let having = request.havingPredicate {
+            results = try results.filter { try having.evaluate(with: StoreDictionaryEvaluation.predicateDictionary($0)) }
+        }
+        if request.fetch.fetchOffset > 0 { results = Array(results.dropFirst(request.fetch.fetchOffset)) }
+        if request.fetch.fetchLimit > 0 { results = Array(results.prefix(request.fetch.fetchLimit)) }
+        return results
+    }
+
+    /// A result dictionary as predicates see it: object IDs as their URIs.
+    static func predicateDictionary(_ dictionary: [String: SnapshotValue]) -> [String: AttributeValue] {
+        dictionary.mapValues { value in
+            switch value {
+            case .attribute(let v): return v
+            case .toOne(let id): return id.map { .uri($0.uriRepresentation()) } ?? .null
+            case .toMany: return .null
+            }
+        }
+    }
+
+    /// The value of a column for a group: aggregates over its rows, anything else
+    /// from its first row.
+    private func groupValue(_ expression: CoreExpression, _ group: [RowSnapshot]) throws -> SnapshotValue {
+        if StoreColumn.isAggregate(expression), case .function(let name, let arguments) = expression {
+            var values: [AttributeValue] = []
+            for row in group {
+                let value = try rowValue(arguments[0], row, nil)
+                switch value {
+                case .attribute(let v) where !v.isNull: values.append(v)
+                case .toOne(let id?): values.append(.uri(id.uriRepresentation()))
+                default: continue
+                }
+            }
+            return .attribute(try StoreDictionaryEvaluation.aggregate(name, values))
+        }
+        if StoreColumn.containsAggregate(expression), case .function(let name, let arguments) = expression {
+            let values = try arguments.map { try groupValue($0, group).attributeValue }
+            let result = try CoreExpression.function(name, arguments: values.map { .constant($0) }).value()
+            return .attribute(result.attributeValue ?? .null)
+        }
+        guard let first = group.first else { return .attribute(.null) }
+        return try rowValue(expression, first, nil)
+    }
+
+    /// The value of an expression for one row: key paths walk to-one
+    /// relationships; other expressions are evaluated.
+    private func rowValue(_ expression: CoreExpression, _ row: RowSnapshot, _ type: AttributeType?) throws -> SnapshotValue {
+        if case .keyPath(let path) = expression {
+            var current: RowSnapshot? = row
+            let keys = path.split(separator: ".").map(String.init)
+            for (index, key) in keys.enumerated() {
+                guard let here = current else { return .attribute(.null) }
+                guard let value = here.value(named: key) else {
+                    if key == "objectID" && index == keys.count - 1 { return .toOne(here.objectID) }
+                    throw CoreDataError(.coreData, "keypath \(path) not found in entity \(here.objectID.entity.name)",
+                                        entityName: here.objectID.entity.name, key: key)
+                }
+                if index == keys.count - 1 {
+                    if case .toMany = value {
+                        throw CoreDataError(.persistentStoreUnsupportedRequestType,
+                                            "A dictionary fetch can't fetch the to-many relationship '\(path)'",
+                                            entityName: row.objectID.entity.name, key: key)
+                    }
+                    return value
+                }
+                guard case .toOne(let id) = value else {
+                    throw CoreDataError(.persistentStoreUnsupportedRequestType,
+                                        "A dictionary fetch can only follow to-one relationships, not '\(key)' in '\(path)'",
+                                        entityName: here.objectID.entity.name, key: key)
+                }
+                current = try id.flatMap { try graph.row($0) }
+            }
+            return .attribute(.null)
+        }
+        let result = try expression.value(with: StoreRowObject(row: row, graph: graph))
+        if case .object(let object) = result, let rowObject = object as? StoreRowObject { return .toOne(rowObject.row.objectID) }
+        return .attribute(result.attributeValue ?? .null)
+    }
+
+    /// An aggregate of the non-nil values of a group, as SQL computes it.
+    static func aggregate(_ name: String, _ values: [AttributeValue]) throws -> AttributeValue {
+        switch name {
+        case "count:":
+            return .int(Int64(values.count))
+        case "sum:", "average:":
+            guard !values.isEmpty else { return .null }
+            if name == "sum:", values.allSatisfy({ if case .int = $0 { return true }; if case .bool = $0 { return true }; return false }) {
+                return .int(values.reduce(0) { $0 &+ ($1.int64Value ?? 0) })
+            }
+            var total = 0.0
+            for value in values {
+                guard let number = value.doubleValue ?? value.dateReferenceValue else {
+                    throw PredicateEvaluationError.typeMismatch("\(name) needs numbers, not \(value)")
+                }
+                total += number
+            }
+            return .double(name == "sum:" ? total : total / Double(values.count))
+        default: // min:, max:
+            guard var best = values.first else { return .null }
+            let ascending = CoreSortDescriptor(key: nil, ascending: true)
+            for value in values.dropFirst() {
+                let order = ascending.compareValues(.value(value), .value(best))
+                if (name == "min:" && order == .orderedAscending) || (name == "max:" && order == .orderedDescending) { best = value }
+            }
+            return best
+        }
+    }
+
+    /// A value given the type an expression description asks for.
+    static func coerce(_ value: SnapshotValue, to type: AttributeType?) -> SnapshotValue {
+        guard let type, case .attribute(let v) = value, !v.isNull else { return value }
+        switch type {
+        case .integer16, .integer32, .integer64:
+            if let date = v.dateReferenceValue, case .date = v { return .attribute(.int(Int64(date))) }
+            return .attribute(v.int64Value.map { .int($0) } ?? v)
+        case .double, .float:
+            return .attribute((v.doubleValue ?? v.dateReferenceValue).map { .double($0) } ?? v)
+        case .decimal:
+            if case .decimal = v { return value }
+            return .attribute(v.doubleValue.map { .decimal(Decimal($0)) } ?? v)
+        case .boolean:
+            return .attribute(v.boolValue.map { .bool($0) } ?? v)
+        case .date:
+            if case .date = v { return value }
+            return .attribute(v.doubleValue.map { .date(Date(timeIntervalSinceReferenceDate: $0)) } ?? v)
+        default:
+            return value
+        }
+    }
+}
+
+extension AttributeValue {
+    /// A date as seconds since the reference date (how stores keep dates).
+    var dateReferenceValue: Double? {
+        if case .date(let date) = self { return date.timeIntervalSinceReferenceDate }
+        return nil
+    }
+}
+
+/// The rows of a store by object ID, loaded once each: lets evaluation walk
+/// relationships of rows.
+final class StoreRowGraph {
+    let store: any PersistentStore
+    private var rows: [ObjectID: RowSnapshot] = [:]
+
+    init(store: any PersistentStore) { self.store = store }
+
+    func remember(_ row: RowSnapshot) { rows[row.objectID] = row }
+
+    func row(_ id: ObjectID) throws -> RowSnapshot? {
+        if let row = rows[id] { return row }
+        guard let row = try store.row(for: id) else { return nil }
+        rows[id] = row
+        return row
+    }
+
+    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) throws -> [ObjectID] {
+        if case .toMany(let ids?)? = row.value(named: relationship.name) { return ids }
+        return try store.relatedObjectIDs(of: row.objectID, relationship: relationship)
+    }
+}
+
+/// A row seen through key-value coding, its relationships resolved through a
+/// ``StoreRowGraph``.
+struct StoreRowObject: KeyValueCoding {
+    let row: RowSnapshot
+    let graph: StoreRowGraph
+
+    func value(forKey key: String) -> Any? {
+        guard let index = row.objectID.entity.propertyIndex(named: key), index < row.values.count else {
+            if key == "objectID" { return AttributeValue.uri(row.objectID.uriRepresentation()) }
+            return nil
+        }
+        switch row.values[index] {
+        case .attribute(let value):
+            return value
+        case .toOne(let id):
+            return id.flatMap { try? graph.row($0) }.map { StoreRowObject(row: $0, graph: graph) }
+        case .toMany:
+            guard let relationship = row.objectID.entity.allProperties[index] as? RelationshipDescription else { return nil }
+            let ids = (try? graph.relatedIDs(of: row, relationship)) ?? []
+            let objects = ids.compactMap { id in (try? graph.row(id)).flatMap { $0 }.map { StoreRowObject(row: $0, graph: graph) } }
+            if relationship.isOrdered { return objects }
+            return EvaluatedValue.collection(objects.map { .object($0) }, isOrdered: false)
+        }
+    }
+
+    var predicateIdentity: AttributeValue? { .uri(row.objectID.uriRepresentation()) }
+}

@@ -1,0 +1,272 @@
+import Foundation
+import Testing
+@testable import OpenCoreData
+import OpenCoreDataPredicates
+
+/// Fetch request options for objects, on every store kind.
+@Suite("Fetch request options")
+struct FetchOptionTests {
+    let seed = FetchSeed()
+
+    @Test("fetchBatchSize: a lazy collection loading a batch at a time", arguments: allStoreTypes)
+    func batches(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        stack.context.reset()
+        let request = FetchRequest<Mood>(entityName: "Mood")
+        request.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+        request.fetchBatchSize = 5
+        let moods = try stack.context.fetchInBatches(request)
+        #expect(moods.count == seed.moods.count)
+        #expect(moods.loadedBatchCount == 0)
+        #expect(moods[0].value(forKey: "rating") as? Int == seed.moods.last?.rating)
+        #expect(moods.loadedBatchCount == 1)
+        #expect(!moods[4].isFault)
+        #expect(moods.loadedBatchCount == 1)
+        _ = moods[7]
+        #expect(moods.loadedBatchCount == 2)
+        #expect(moods.map { $0.value(forKey: "rating") as? Int } == seed.moods.reversed().map(\.rating))
+        #expect(moods.loadedBatchCount == 5)
+        // The same objects as a plain fetch, unsaved changes included.
+        stack.context.delete(moods[0])
+        let inserted = stack.mood(rating: 1)
+        inserted.setValue(Date(timeIntervalSinceReferenceDate: 1e9), forKey: "date")
+        let again = try stack.context.fetchInBatches(request)
+        #expect(again.count == seed.moods.count)
+        #expect(again[0] === inserted)
+        #expect(Array(again.map(\.objectID)) == (try stack.context.fetch(request)).map(\.objectID))
+    }
+
+    @Test("includesPropertyValues false: faults with values on first access", arguments: allStoreTypes)
+    func propertyValues(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        stack.context.reset()
+        let request = FetchRequest<Mood>(entityName: "Mood")
+        request.includesPropertyValues = false
+        request.returnsObjectsAsFaults = false
+        request.sortDescriptors = [CoreSortDescriptor(key: "date")]
+        let moods = try stack.context.fetch(request)
+        #expect(moods.allSatisfy { $0.isFault })
+        #expect(moods.map { $0.value(forKey: "rating") as? Int } == seed.moods.map(\.rating))
+        request.includesPropertyValues = true
+        stack.context.reset()
+        #expect(try stack.context.fetch(request).allSatisfy { !$0.isFault })
+    }
+
+    @Test("shouldRefreshRefetchedObjects", arguments: allStoreTypes)
+    func refreshRefetched(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        let objects = try seed.insert(into: stack)
+        let mood = objects.moods[0]
+        let other = stack.newContext()
+        let copy = try other.existingObject(with: mood.objectID)
+        copy.setValue(5, forKey: "rating")
+        try other.save()
+        let request = FetchRequest<Mood>(entityName: "Mood")
+        request.predicate = try CorePredicate(format: "SELF == %@", mood.objectID)
+        #expect(try stack.context.fetch(request).first?.value(forKey: "rating") as? Int == seed.moods[0].rating)
+        mood.setValue("ann", forKey: "creatorID")
+        request.shouldRefreshRefetchedObjects = true
+        let refreshed = try stack.context.fetch(request)
+        #expect(refreshed.first === mood)
+        #expect(mood.value(forKey: "rating") as? Int == 5)
+        #expect(mood.value(forKey: "creatorID") as? String == "ann")   // unsaved change kept
+        try stack.context.save()   // no conflict: the object is at the stored version
+    }
+
+    @Test("relationshipKeyPathsForPrefetching: to-one, nested, to-many", arguments: allStoreTypes)
+    func prefetching(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        stack.context.reset()
+        let request = FetchRequest<Mood>(entityName: "Mood")
+        request.sortDescriptors = [CoreSortDescriptor(key: "date")]
+        request.relationshipKeyPathsForPrefetching = ["country.continent", "tags"]
+        let moods = try stack.context.fetch(request)
+        for (mood, data) in zip(moods, seed.moods) {
+            let country = mood.value(forKey: "country") as? ManagedObject
+            #expect((country?.value(forKey: "numericISO3166Code") as? Int) == data.country.map { seed.countryCodes[$0] })
+            if let country {
+                let registered = stack.context.registeredObject(for: country.objectID)
+                #expect(registered?.isFault == false)
+                if let continent = country.value(forKey: "continent") as? ManagedObject {
+                    #expect(stack.context.registeredObject(for: continent.objectID)?.isFault == false)
+                }
+            }
+            let tags = (mood.value(forKey: "tags") as? Set<ManagedObject>) ?? []
+            #expect(Set(tags.compactMap { $0.value(forKey: "name") as? String }) == Set(data.tags.map { seed.tagNames[$0] }))
+        }
+        // A to-many with a to-one inverse is filled in without a fault.
+        let countries = FetchRequest<ManagedObject>(entityName: "Country")
+        countries.relationshipKeyPathsForPrefetching = ["moods"]
+        countries.sortDescriptors = [CoreSortDescriptor(key: "numericISO3166Code")]
+        stack.context.reset()
+        for country in try stack.context.fetch(countries) {
+            let index = country.entity.propertyIndex(named: "moods")!
+            guard case .toMany(let ids?)? = country.storage?[index] else { Issue.record("moods not prefetched"); continue }
+            let code = country.value(forKey: "numericISO3166Code") as? Int
+            let position = seed.countryCodes.firstIndex(of: code ?? -1)
+            #expect(ids.count == seed.moods.filter { $0.country == position }.count)
+            #expect(ids.allSatisfy { stack.context.registeredObject(for: $0)?.isFault == false })
+        }
+        let bad = FetchRequest<Mood>(entityName: "Mood")
+        bad.relationshipKeyPathsForPrefetching = ["nope"]
+        #expect(throws: CoreDataError.self) { try stack.context.fetch(bad) }
+    }
+
+    @Test("managedObjectID results and count(for:) include pending changes", arguments: allStoreTypes)
+    func pendingChanges(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        let objects = try seed.insert(into: stack)
+        let request = FetchRequest<ObjectID>(entityName: "Mood")
+        request.predicate = try CorePredicate(format: "rating == 5")
+        let stored = seed.moods.filter { $0.rating == 5 }.count
+        #expect(try stack.context.fetch(request).count == stored)
+        let new = stack.mood(rating: 5)
+        let changed = objects.moods.first { ($0.value(forKey: "rating") as? Int) != 5 }!
+        changed.setValue(5, forKey: "rating")
+        let deleted = objects.moods.first { ($0.value(forKey: "rating") as? Int) == 5 && $0 !== changed }!
+        stack.context.delete(deleted)
+        let ids = try stack.context.fetch(request)
+        #expect(ids.count == stored + 1)
+        #expect(ids.contains(new.objectID) && ids.contains(changed.objectID) && !ids.contains(deleted.objectID))
+        #expect(try stack.context.count(for: request) == stored + 1)
+        request.includesPendingChanges = false
+        #expect(try stack.context.count(for: request) == stored)
+    }
+
+    @Test("a child context's ID fetches, batches and prefetching read its parent", arguments: allStoreTypes)
+    func childContext(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        let objects = try seed.insert(into: stack)
+        let added = stack.mood(rating: 5)
+        objects.moods[0].setValue(5, forKey: "rating")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue)
+        child.parent = stack.context
+        let expected = seed.moods.enumerated().filter { $0.offset == 0 || $0.element.rating == 5 }.count + 1
+        try child.performAndWait {
+            let ids = FetchRequest<ObjectID>(entityName: "Mood")
+            ids.predicate = try CorePredicate(format: "rating == 5")
+            #expect(try child.fetch(ids).count == expected)
+            #expect(try child.fetch(ids).contains(added.objectID))
+            let request = FetchRequest<Mood>(entityName: "Mood")
+            request.predicate = ids.predicate
+            request.fetchBatchSize = 3
+            request.relationshipKeyPathsForPrefetching = ["country"]
+            let lazy = try child.fetchInBatches(request)
+            #expect(lazy.count == expected)
+            #expect(lazy.allSatisfy { $0.value(forKey: "rating") as? Int == 5 })
+            #expect(try child.fetch(request).count == expected)
+        }
+    }
+
+    @Test("asynchronous fetch: progress, completion, cancellation", arguments: allStoreTypes)
+    func asynchronous(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        let request = FetchRequest<Mood>(entityName: "Mood")
+        request.fetchBatchSize = 4
+        request.sortDescriptors = [CoreSortDescriptor(key: "date")]
+        var completed: [Mood]?
+        var steps: [Int64] = []
+        let asynchronous = AsynchronousFetchRequest(fetchRequest: request) { result in completed = result.finalResult }
+        asynchronous.progressHandler = { steps.append($0.completedUnitCount) }
+        let result = try stack.context.execute(asynchronous)
+        #expect(result.finalResult?.count == seed.moods.count)
+        #expect(completed?.map(\.objectID) == result.finalResult?.map(\.objectID))
+        #expect(result.progress.totalUnitCount == Int64(seed.moods.count))
+        #expect(result.progress.completedUnitCount == Int64(seed.moods.count))
+        #expect(steps == stride(from: 4, to: seed.moods.count + 3, by: 4).map { Int64(min($0, seed.moods.count)) })
+
+        var called = false
+        let cancelled = AsynchronousFetchRequest(fetchRequest: request) { result in
+            called = true
+            #expect(result.finalResult == nil)
+        }
+        cancelled.progressHandler = { progress in if progress.completedUnitCount >= 8 { progress.cancel() } }
+        let outcome = try stack.context.execute(cancelled)
+        #expect(called)
+        #expect(outcome.operationError?.code == .userCancelled)
+        #expect(outcome.progress.completedUnitCount == 8)
+    }
+}
+
+/// Fetch request templates and fetched properties.
+@Suite("Fetch templates and fetched properties")
+struct FetchTemplateTests {
+    func stack(_ storeType: PersistentStoreType) throws -> (ManagedObjectContext, ManagedObjectModel) {
+        let model = try ManagedObjectModel {
+            Entity("Author", className: "ManagedObject") {
+                Attribute("name", .string)
+                Attribute("minimum", .integer64, defaultValue: 0)
+                FetchedProperty("goodBooks", entity: "Book", predicate: "author == $FETCH_SOURCE AND stars >= $FETCH_SOURCE.minimum")
+                FetchedProperty("named", entity: "Book", predicate: "title == $FETCHED_PROPERTY.name")
+            }
+            Entity("Book", className: "ManagedObject") {
+                Attribute("title", .string)
+                Attribute("stars", .integer64, defaultValue: 0)
+                Relationship("author", to: "Author")
+            }
+        }
+        var template = FetchRequestTemplate(entityName: "Book", predicateFormat: "stars >= $MIN AND title BEGINSWITH $PREFIX")
+        template.fetchLimit = 10
+        model.setFetchRequestTemplate(template, forName: "Starred")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        if storeType == .sqlite {
+            try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("T.sqlite"))
+        } else {
+            try coordinator.addPersistentStore(type: storeType)
+        }
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        return (context, model)
+    }
+
+    @Test("templates with substitution variables", arguments: allStoreTypes)
+    func templates(storeType: PersistentStoreType) throws {
+        let (context, model) = try stack(storeType)
+        let books = (0..<8).map { i -> ManagedObject in
+            let book = ManagedObject(entity: model.entitiesByName["Book"]!, insertInto: context)
+            book.setValue(i % 2 == 0 ? "A\(i)" : "B\(i)", forKey: "title")
+            book.setValue(i, forKey: "stars")
+            return book
+        }
+        try context.save()
+        let request = try #require(try model.fetchRequestFromTemplate(withName: "Starred", substitutionVariables: ["MIN": 3, "PREFIX": "A"]))
+        #expect(request.fetchLimit == 10)
+        let titles = Set(try context.fetch(request).compactMap { $0.value(forKey: "title") as? String })
+        #expect(titles == Set(books.filter { ($0.value(forKey: "stars") as! Int) >= 3 && ($0.value(forKey: "title") as! String).hasPrefix("A") }
+            .map { $0.value(forKey: "title") as! String }))
+        #expect(try model.fetchRequestFromTemplate(withName: "Nope", substitutionVariables: [:]) == nil)
+        do { _ = try model.fetchRequestFromTemplate(withName: "Starred", substitutionVariables: ["MIN": 3]); Issue.record("no error") }
+        catch let error as CoreDataError { #expect(error.message.contains("$PREFIX")) }
+    }
+
+    @Test("fetched properties with $FETCH_SOURCE and $FETCHED_PROPERTY", arguments: allStoreTypes)
+    func fetchedProperties(storeType: PersistentStoreType) throws {
+        let (context, model) = try stack(storeType)
+        let author = ManagedObject(entity: model.entitiesByName["Author"]!, insertInto: context)
+        author.setValue(2, forKey: "minimum")
+        let other = ManagedObject(entity: model.entitiesByName["Author"]!, insertInto: context)
+        for i in 0..<6 {
+            let book = ManagedObject(entity: model.entitiesByName["Book"]!, insertInto: context)
+            book.setValue(i == 5 ? "named" : "T\(i)", forKey: "title")
+            book.setValue(i, forKey: "stars")
+            book.setValue(i % 2 == 0 ? author : other, forKey: "author")
+        }
+        try context.save()
+        let good = (author.value(forKey: "goodBooks") as? [ManagedObject]) ?? []
+        #expect(Set(good.compactMap { $0.value(forKey: "stars") as? Int }) == [2, 4])
+        let named = (author.value(forKey: "named") as? [ManagedObject]) ?? []
+        #expect(named.compactMap { $0.value(forKey: "title") as? String } == ["named"])
+        // Evaluated on access: a new matching book shows up.
+        let book = ManagedObject(entity: model.entitiesByName["Book"]!, insertInto: context)
+        book.setValue(9, forKey: "stars")
+        book.setValue(author, forKey: "author")
+        #expect(((author.value(forKey: "goodBooks") as? [ManagedObject]) ?? []).count == 3)
+        // $FETCH_SOURCE.minimum follows the source's current value.
+        author.setValue(3, forKey: "minimum")
+        #expect(Set(((author.value(forKey: "goodBooks") as? [ManagedObject]) ?? []).compactMap { $0.value(forKey: "stars") as? Int }) == [4, 9])
+    }
+}
