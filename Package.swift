@@ -38,6 +38,7 @@ let package = Package(
                 "OpenCoreDataPredicates",
                 "OpenCoreDataMacros",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -22,8 +22,8 @@ import statistics
 import sys
 import time
 
-from sqlalchemy import Float, ForeignKey, Integer, String, create_engine, event, select
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy import Float, ForeignKey, Integer, String, create_engine, delete, event, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, selectinload
 
 
 class Base(DeclarativeBase):
@@ -259,6 +259,36 @@ def w5a(env):
     return seconds, {}, f"deleted={deleted} remaining={remaining}"
 
 
+def w5b(env):
+    path = env.fresh_copy(env.people, "W5b")
+    db = sqlite3.connect(path)
+    before = db.execute("SELECT COUNT(*) FROM ZPERSON").fetchone()[0]
+    db.close()
+    with Session(engine(path)) as session:
+        start = time.perf_counter()
+        session.execute(delete(Person))
+        session.commit()
+        seconds = time.perf_counter() - start
+    db = sqlite3.connect(path)
+    remaining = db.execute("SELECT COUNT(*) FROM ZPERSON").fetchone()[0]
+    db.close()
+    remove_database(path)
+    return seconds, {}, f"deleted={before - remaining} remaining={remaining}"
+
+
+def w6b(env):
+    c = Checksum()
+    with Session(engine(env.family)) as session:
+        start = time.perf_counter()
+        for parent in session.scalars(select(Parent).options(selectinload(Parent.children))).all():
+            c.ages += 1
+            for child in parent.children:
+                c.rows += 1
+                c.text += byte_sum(child.name)
+        seconds = time.perf_counter() - start
+    return seconds, {}, str(c)
+
+
 def w6a(env):
     c = Checksum()
     with Session(engine(env.family)) as session:
@@ -288,7 +318,7 @@ def w7(env):
 
 
 WORKLOADS = {"W1": w1, "W1s": w1s, "W1c": w1c, "W2": w2, "W2f": w2, "W3": w3, "W4a": w4a, "W4b": w4b,
-             "W5a": w5a, "W6a": w6a, "W7": w7}
+             "W5a": w5a, "W5b": w5b, "W6a": w6a, "W6b": w6b, "W7": w7}
 
 
 def summary(values):

@@ -62,7 +62,7 @@ struct GRDBPerson: Codable, FetchableRecord, PersistableRecord {
 /// A parent of W6, with its children through a GRDB association.
 struct GRDBParent: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "ZPARENT"
-    static var children: HasManyAssociation<GRDBParent, GRDBChild> { hasMany(GRDBChild.self, using: ForeignKey(["ZPARENT"])) }
+    static var children: HasManyAssociation<GRDBParent, GRDBChild> { hasMany(GRDBChild.self, key: "children", using: ForeignKey(["ZPARENT"])) }
     var id: Int64
     var name: String
 

@@ -103,9 +103,29 @@ public final class ManagedObjectContext: @unchecked Sendable {
         }
     }
 
+    /// A registry entry: its object while the object is alive, then nil.
+    ///
+    /// Not a `weak` reference: a weak reference gives its object a side table,
+    /// which makes every retain and release of every managed object slower. The
+    /// object instead marks its entries dead as its deinitialization begins (see
+    /// `ManagedObject.deinit`), so `object` never returns a deallocated object.
     final class WeakObject {
-        weak var object: ManagedObject?
-        init(_ object: ManagedObject) { self.object = object }
+        // unowned(unsafe) is safe here: `target` is only read through `object`,
+        // which checks `isAlive`, and the object clears `isAlive` of each of its
+        // entries (chained through `previous`) before its memory is freed.
+        private unowned(unsafe) let target: ManagedObject
+        /// Cleared by the object's deinit.
+        var isAlive = true
+        /// The object's earlier entry, if it was registered before.
+        let previous: WeakObject?
+
+        var object: ManagedObject? { isAlive ? target : nil }
+
+        init(_ object: ManagedObject) {
+            target = object
+            previous = object.registryEntry
+            object.registryEntry = self
+        }
     }
 
     /// Every registered object, weakly.
@@ -291,6 +311,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     static func initialValues(for entity: EntityDescription) -> [SnapshotValue] {
+        entity.frozenInitialValues ?? computeInitialValues(for: entity)
+    }
+
+    static func computeInitialValues(for entity: EntityDescription) -> [SnapshotValue] {
         entity.allProperties.map { property in
             switch property {
             case let attribute as AttributeDescription: return .attribute(attribute.defaultValue ?? .null)
@@ -367,7 +391,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Called before a property of `object` changes: tracks it as updated.
     func willChange(_ object: ManagedObject) {
         if object.eventStart == nil { object.eventStart = object.storage }
-        strong[object.objectID] = object
+        // Inserted and deleted objects are held in `strong` from `insert` / `delete`
+        // until they are saved, rolled back or reset (which clear the flags): no
+        // dictionary write for each of their changes.
+        if !object.insertedFlag && !object.deletedFlag { strong[object.objectID] = object }
         if !object.deletedFlag { eventUpdated[object.objectID] = object }
     }
 

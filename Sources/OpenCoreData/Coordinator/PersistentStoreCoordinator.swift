@@ -214,16 +214,15 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Applies the changes of one save to the stores, then refreshes the row cache.
     func save(_ changes: SaveChanges) throws {
         var byStore: [String: SaveChanges] = [:]
-        var empty = SaveChanges()
-        empty.transactionAuthor = changes.transactionAuthor
-        empty.contextName = changes.contextName
         func key(_ id: ObjectID) -> String { id.storeIdentifier ?? "" }
-        for row in changes.inserted { byStore[key(row.objectID), default: empty].inserted.append(row) }
-        for row in changes.updated {
-            byStore[key(row.objectID), default: empty].updated.append(row)
-            byStore[key(row.objectID)]?.changedProperties[row.objectID] = changes.changedProperties[row.objectID]
+        let first = changes.inserted.first?.objectID ?? changes.updated.first?.objectID ?? changes.deleted.first?.0
+        if let only = first.map(key), changes.inserted.allSatisfy({ key($0.objectID) == only }),
+           changes.updated.allSatisfy({ key($0.objectID) == only }), changes.deleted.allSatisfy({ key($0.0) == only }) {
+            // One store (the common case): no regrouping, row by row, by store.
+            byStore[only] = changes
+        } else {
+            byStore = Self.grouped(changes, by: key)
         }
-        for entry in changes.deleted { byStore[key(entry.0), default: empty].deleted.append(entry) }
         for (identifier, storeChanges) in byStore.sorted(by: { $0.key < $1.key }) {
             guard let store = persistentStore(withIdentifier: identifier) else {
                 throw CoreDataError(.persistentStoreSave, "No persistent store with identifier '\(identifier)'")
@@ -240,5 +239,20 @@ public final class PersistentStoreCoordinator: Sendable {
             }
             for (id, _) in changes.deleted { state.rowCache[id] = nil }
         }
+    }
+
+    /// The changes of one save, by store identifier.
+    private static func grouped(_ changes: SaveChanges, by key: (ObjectID) -> String) -> [String: SaveChanges] {
+        var byStore: [String: SaveChanges] = [:]
+        var empty = SaveChanges()
+        empty.transactionAuthor = changes.transactionAuthor
+        empty.contextName = changes.contextName
+        for row in changes.inserted { byStore[key(row.objectID), default: empty].inserted.append(row) }
+        for row in changes.updated {
+            byStore[key(row.objectID), default: empty].updated.append(row)
+            byStore[key(row.objectID)]?.changedProperties[row.objectID] = changes.changedProperties[row.objectID]
+        }
+        for entry in changes.deleted { byStore[key(entry.0), default: empty].deleted.append(entry) }
+        return byStore
     }
 }

@@ -110,25 +110,37 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
                      relationshipsByName: relationships, propertyIndexes: indexes)
     }
 
-    private var cache: Cache { frozenCache ?? makeCache() }
-
     private var frozenVersionHash: Data?
 
     func buildFrozenCache() {
         frozenCache = makeCache()
+        frozenNameHash = name.hashValue
+        frozenInitialValues = ManagedObjectContext.computeInitialValues(for: self)
         frozenVersionHash = Data(VersionHasher.hash(of: self))
     }
 
+    // Each accessor reads one field of the frozen cache (`frozenCache?.field`): going
+    // through `cache` would copy the whole struct, retaining all five collections, on
+    // every call of these hot paths (every property access of every object).
+
     /// Every property, inherited ones first (superentity order), then the entity's own.
-    public var allProperties: [PropertyDescription] { cache.allProperties }
+    public var allProperties: [PropertyDescription] { frozenCache?.allProperties ?? makeCache().allProperties }
     /// Every property, inherited ones included, by name.
-    public var propertiesByName: [String: PropertyDescription] { cache.propertiesByName }
+    public var propertiesByName: [String: PropertyDescription] { frozenCache?.propertiesByName ?? makeCache().propertiesByName }
     /// The index of each property (inherited included) in ``allProperties``.
-    var propertyIndexes: [String: Int] { cache.propertyIndexes }
+    var propertyIndexes: [String: Int] { frozenCache?.propertyIndexes ?? makeCache().propertyIndexes }
     /// Every attribute, inherited ones included, by name.
-    public var attributesByName: [String: AttributeDescription] { cache.attributesByName }
+    public var attributesByName: [String: AttributeDescription] { frozenCache?.attributesByName ?? makeCache().attributesByName }
     /// Every relationship, inherited ones included, by name.
-    public var relationshipsByName: [String: RelationshipDescription] { cache.relationshipsByName }
+    public var relationshipsByName: [String: RelationshipDescription] { frozenCache?.relationshipsByName ?? makeCache().relationshipsByName }
+
+    /// A hash of the entity's name, computed once when the model is frozen: object
+    /// IDs hash it instead of the name's characters.
+    var nameHash: Int { frozenNameHash ?? name.hashValue }
+    private var frozenNameHash: Int?
+    /// The values of a new object (defaults, empty relationships), computed once
+    /// when the model is frozen.
+    private(set) var frozenInitialValues: [SnapshotValue]?
 
     /// The relationships (inherited included) whose destination is `entity`.
     public func relationships(forDestination entity: EntityDescription) -> [RelationshipDescription] {

@@ -268,7 +268,17 @@ extension ManagedObject {
     // MARK: Conversions
 
     static func attributeValue(from value: Any?, for attribute: AttributeDescription) -> AttributeValue {
-        let raw = AttributeValue(anyValue: value)
+        let raw: AttributeValue
+        // The common exact types first, by their dynamic type (no chain of casts);
+        // anything else (optionals, bridged NSNumbers, collections...) goes through
+        // the general conversion, which gives the same results for these types.
+        switch value.map({ ObjectIdentifier(type(of: $0)) }) {
+        case ObjectIdentifier(String.self): raw = (value as? String).map(AttributeValue.string) ?? AttributeValue(anyValue: value)
+        case ObjectIdentifier(Int.self): raw = (value as? Int).map { .int(Int64($0)) } ?? AttributeValue(anyValue: value)
+        case ObjectIdentifier(Double.self): raw = (value as? Double).map(AttributeValue.double) ?? AttributeValue(anyValue: value)
+        case ObjectIdentifier(Date.self): raw = (value as? Date).map(AttributeValue.date) ?? AttributeValue(anyValue: value)
+        default: raw = AttributeValue(anyValue: value)
+        }
         return AttributeValueCoercion.coerce(raw, to: attribute.attributeType) ?? raw
     }
 }

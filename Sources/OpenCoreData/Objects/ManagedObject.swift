@@ -40,6 +40,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     var deletedFlag = false
     /// Set when the object's row is retained in the coordinator's row cache.
     var rowCacheOwner: PersistentStoreCoordinator?
+    /// The object's latest context registry entry (earlier ones chained from it),
+    /// marked dead when the object goes.
+    var registryEntry: ManagedObjectContext.WeakObject?
     /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
     /// kept alive while it is.
     var prefetchedObjects: [ManagedObject] = []
@@ -68,6 +71,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     deinit {
+        var entry = registryEntry
+        while let current = entry {
+            current.isAlive = false
+            entry = current.previous
+        }
         rowCacheOwner?.releaseRow(objectID)
     }
 

@@ -39,6 +39,10 @@ public enum ManagedObjectClasses {
     /// name (a module prefix such as `Moody.Mood` or `.Mood` is ignored), or
     /// `ManagedObject`.
     static func type(for entity: EntityDescription) -> ManagedObject.Type {
+        // The common case without splitting the name (one allocation per fault otherwise).
+        if entity.managedObjectClassName == "ManagedObject" || entity.managedObjectClassName == "NSManagedObject" {
+            return ManagedObject.self
+        }
         let name = shortName(entity.managedObjectClassName)
         if name == "NSManagedObject" || name == "ManagedObject" { return ManagedObject.self }
         return classes.withLock { $0[entity.managedObjectClassName] ?? $0[name] } ?? ManagedObject.self

@@ -82,13 +82,22 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "<\(uriRepresentation().absoluteString)>" }
 
+    // IDs are dictionary keys on every hot path (the context's registry, change
+    // sets, the row cache): equality tries the entity's identity before its name,
+    // and hashing uses the key and the entity name's hash computed once per model,
+    // never the name's characters.
+
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.key == rhs.key && lhs.storeIdentifier == rhs.storeIdentifier && lhs.entity.name == rhs.entity.name
+        lhs.key == rhs.key && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
+            && lhs.storeIdentifier == rhs.storeIdentifier
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(key)
-        hasher.combine(entity.name)
+        switch key {
+        case .permanent(let pk): hasher.combine(pk)
+        case .temporary(let uuid): hasher.combine(uuid)
+        }
+        hasher.combine(entity.nameHash)
     }
 
     /// Parses a Core Data object URI into its parts: store identifier, entity name,

@@ -4,8 +4,7 @@ import GRDBSQLite
 import OpenCoreData
 
 /// W5a: delete every person, object by object, in one save (the fetch of what to
-/// delete is timed too). The batch delete request variant (W5b) waits for
-/// `BatchDeleteRequest`.
+/// delete is timed too). W5b is the batch delete request.
 struct W5a: Workload {
     let name = "W5a"
     let title = "delete {n} persons object by object + save"

@@ -5,8 +5,7 @@ import OpenCoreData
 
 /// W6a: `n/10` parents with 10 children each; fetch the parents, then for each
 /// one its children (one query per parent: OpenCoreData fires each to-many fault)
-/// and read every child's name. The prefetching variant (W6b) waits for
-/// `relationshipKeyPathsForPrefetching`.
+/// and read every child's name. W6b prefetches the children.
 struct W6a: Workload {
     let name = "W6a"
     let title = "{n/10} parents x 10 children: traverse, firing each to-many fault"

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataPredicates
 
 extension SQLiteStore {
@@ -11,13 +12,34 @@ extension SQLiteStore {
             throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url)
         }
         let changes = history == nil ? changes : HistoryAttribution.attributed(changes)
+        do {
+            try writeChanges(changes)
+        } catch {
+            // The transaction rolled back. When rows changed in the store since they
+            // were read, that is the error, with every conflict (as Core Data reports
+            // it): gather them outside the failed transaction.
+            try read("checking versions") { db in try checkVersions(changes, db) }
+            throw error
+        }
+    }
+
+    /// Writes one save in one transaction. Updates and deletes carry their version
+    /// check (`AND Z_OPT = ?`): a row that changed since it was read makes the save
+    /// fail, without a separate `SELECT` for every row.
+    private func writeChanges(_ changes: SaveChanges) throws {
         try write("saving") { db in
-            try checkVersions(changes, db)
             let tombstones = try history?.tombstones(of: changes.deleted, schema: schema, db) ?? [:]
-            for row in changes.inserted { try insert(row, db) }
+            var plans: [ObjectIdentifier: InsertPlan] = [:]
+            for row in changes.inserted {
+                let key = ObjectIdentifier(row.objectID.entity)
+                if plans[key] == nil { plans[key] = try insertPlan(for: row.objectID, db) }
+                if let plan = plans[key] { try insert(row, plan) }
+            }
             for row in changes.updated { try update(row, changed: changes.changedProperties[row.objectID], db) }
-            for (id, _) in changes.deleted { try delete(id, db) }
-            for row in changes.inserted { try writeToMany(row, changed: nil, db) }
+            for (id, version) in changes.deleted { try delete(id, version: version, db) }
+            for row in changes.inserted where plans[ObjectIdentifier(row.objectID.entity)]?.hasToMany ?? true {
+                try writeToMany(row, changed: nil, db)
+            }
             for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], db) }
             try history?.record(changes, tombstones: tombstones, schema: schema, db)
         }
@@ -50,13 +72,26 @@ extension SQLiteStore {
         }
     }
 
+    /// Where the properties at `indexes` of `entity` are stored: the schema lookups
+    /// of ``assignments(_:storages:)``, done once per entity rather than per row.
+    private func storages(of entity: EntityDescription, indexes: [Int]) -> [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)] {
+        let properties = entity.allProperties
+        return indexes.compactMap { index in
+            guard index < properties.count, let storage = schema.storage(for: properties[index], in: entity) else { return nil }
+            return (index, properties[index], storage)
+        }
+    }
+
     /// The column assignments of the properties at `indexes` of a row.
     private func assignments(_ row: RowSnapshot, indexes: [Int]) throws -> [(String, DatabaseValue)] {
-        let entity = row.objectID.entity
+        try assignments(row, storages: storages(of: row.objectID.entity, indexes: indexes))
+    }
+
+    /// The column assignments of a row's properties, given where they are stored.
+    private func assignments(_ row: RowSnapshot, storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]) throws -> [(String, DatabaseValue)] {
         var result: [(String, DatabaseValue)] = []
-        for index in indexes where index < row.values.count {
-            let property = entity.allProperties[index]
-            guard let storage = schema.storage(for: property, in: entity) else { continue }
+        result.reserveCapacity(storages.count)
+        for (index, property, storage) in storages where index < row.values.count {
             switch (storage, row.values[index]) {
             case (.column(let column), .attribute(let value)):
                 guard let attribute = property as? AttributeDescription else { continue }
@@ -100,19 +135,82 @@ extension SQLiteStore {
         return type
     }
 
-    private func insert(_ row: RowSnapshot, _ db: Database) throws {
-        guard let pk = row.objectID.primaryKey, let number = schema.entityNumber(row.objectID.entity) else {
-            throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key or entity number")
+    /// How the rows of one entity are inserted during one save: the statement
+    /// (built and prepared once), the entity number, and where each property goes.
+    private struct InsertPlan {
+        let statement: Statement
+        let entityNumber: Int
+        let columns: [String]
+        let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
+        /// Whether the entity has to-many relationships (written after the rows).
+        let hasToMany: Bool
+    }
+
+    private func insertPlan(for id: ObjectID, _ db: Database) throws -> InsertPlan {
+        let entity = id.entity
+        guard let number = schema.entityNumber(entity) else {
+            throw CoreDataError(.persistentStoreSave, "Can't insert \(id): the store has no entity number for '\(entity.name)'", entityName: entity.name)
         }
-        let values = try assignments(row, indexes: Array(row.values.indices))
-        var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
-        var arguments: [DatabaseValue] = [pk.databaseValue, number.databaseValue, 1.databaseValue]
-        for (column, value) in values {
-            columns.append(SQLiteIdentifier.quoted(column))
-            arguments.append(value)
+        let storages = storages(of: entity, indexes: Array(entity.allProperties.indices))
+        // The columns every row of the entity assigns (a row of initial values).
+        let template = RowSnapshot(objectID: id, version: 1, values: ManagedObjectContext.initialValues(for: entity))
+        let columns = try assignments(template, storages: storages).map(\.0)
+        let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(SQLiteIdentifier.quoted)
+        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        let statement = try db.cachedStatement(sql: "INSERT INTO \(try table(id)) (\(names.joined(separator: ", "))) VALUES (\(placeholders))")
+        // Rows are bound straight to the SQLite statement (see `insert`); GRDB is told
+        // once that the statement has a valid set of arguments, so that `execute()`
+        // runs it with its current bindings.
+        statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: names.count)))
+        let hasToMany = entity.allProperties.contains { ($0 as? RelationshipDescription)?.isToMany == true }
+        return InsertPlan(statement: statement, entityNumber: number, columns: columns, storages: storages, hasToMany: hasToMany)
+    }
+
+    private func insert(_ row: RowSnapshot, _ plan: InsertPlan) throws {
+        guard let pk = row.objectID.primaryKey else {
+            throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key")
         }
-        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-        try db.cachedStatement(sql: "INSERT INTO \(try table(row.objectID)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))").execute(arguments: StatementArguments(arguments))
+        let values = try assignments(row, storages: plan.storages)
+        guard values.count == plan.columns.count, zip(values, plan.columns).allSatisfy({ $0.0 == $1 }) else {
+            throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
+                                entityName: row.objectID.entityName)
+        }
+        // Bound with SQLite's C API: GRDB's `StatementArguments` boxes every value in
+        // an existential and validates it again, several times the cost of the insert.
+        let handle = plan.statement.sqliteStatement
+        // The statement ran for the previous row: SQLite binds only after a reset.
+        sqlite3_reset(handle)
+        try bind(.int64(pk), at: 1, handle)
+        try bind(.int64(Int64(plan.entityNumber)), at: 2, handle)
+        try bind(.int64(1), at: 3, handle)
+        for (offset, (_, value)) in values.enumerated() { try bind(value.storage, at: Int32(offset + 4), handle) }
+        try plan.statement.execute()
+    }
+
+    /// Binds one value to parameter `index` of a statement (strings and blobs are
+    /// copied by SQLite: `SQLITE_TRANSIENT`).
+    private func bind(_ value: DatabaseValue.Storage, at index: Int32, _ handle: SQLiteStatement) throws {
+        let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+        let code: Int32
+        switch value {
+        case .null: code = sqlite3_bind_null(handle, index)
+        case .int64(let int): code = sqlite3_bind_int64(handle, index, int)
+        case .double(let double): code = sqlite3_bind_double(handle, index, double)
+        case .string(let string):
+            var string = string
+            code = string.withUTF8 { bytes in
+                guard let base = bytes.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, transient) }
+                return sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), transient)
+            }
+        case .blob(let data):
+            code = data.withUnsafeBytes { bytes in
+                bytes.count == 0 ? sqlite3_bind_zeroblob(handle, index, 0)
+                    : sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), transient)
+            }
+        }
+        guard code == SQLITE_OK else {
+            throw CoreDataError(.persistentStoreSave, "SQLite could not bind parameter \(index) of an insert (code \(code))")
+        }
     }
 
     private func update(_ row: RowSnapshot, changed: [Int]?, _ db: Database) throws {
@@ -125,12 +223,25 @@ extension SQLiteStore {
             arguments.append(value)
         }
         arguments.append(pk.databaseValue)
-        try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?").execute(arguments: StatementArguments(arguments))
+        arguments.append(row.version.databaseValue)
+        try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?").execute(arguments: StatementArguments(arguments))
+        if db.changesCount != 1 { throw versionConflict(row.objectID) }
     }
 
-    private func delete(_ id: ObjectID, _ db: Database) throws {
+    private func versionConflict(_ id: ObjectID) -> CoreDataError {
+        CoreDataError(.managedObjectMerge, "Optimistic locking failure: \(id) changed in the store since it was read",
+                      entityName: id.entityName, objectDescription: id.description)
+    }
+
+    /// Deletes a row; `version` > 0 is the version it must still have.
+    private func delete(_ id: ObjectID, version: Int64, _ db: Database) throws {
         guard let pk = id.primaryKey else { return }
-        try db.cachedStatement(sql: "DELETE FROM \(try table(id)) WHERE Z_PK = ?").execute(arguments: [pk])
+        if version > 0 {
+            try db.cachedStatement(sql: "DELETE FROM \(try table(id)) WHERE Z_PK = ? AND Z_OPT = ?").execute(arguments: [pk, version])
+            if db.changesCount != 1 { throw versionConflict(id) }
+        } else {
+            try db.cachedStatement(sql: "DELETE FROM \(try table(id)) WHERE Z_PK = ?").execute(arguments: [pk])
+        }
         // Join-table rows of the object's many-to-many relationships go with it.
         for property in id.entity.allProperties {
             guard let relationship = property as? RelationshipDescription,

@@ -134,9 +134,10 @@ public final class SQLiteStore: PersistentStore {
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
             let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
+            let reader = SQLiteRowReader(store: self, columns: statement.columns)
             var result: [RowSnapshot] = []
             while let row = try rows.next() {
-                if let snapshot = try self.snapshot(row, columns: statement.columns) { result.append(snapshot) }
+                if let snapshot = try reader.snapshot(row) { result.append(snapshot) }
             }
             if SQLDebug.level > 0 {
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -214,42 +215,10 @@ public final class SQLiteStore: PersistentStore {
     }
 
     /// Turns a result row (`Z_PK, Z_ENT, Z_OPT`, then `columns`) into a snapshot of
-    /// the row's concrete entity; to-many relationships are left as faults.
+    /// the row's concrete entity; to-many relationships are left as faults. Reading
+    /// many rows, use one ``SQLiteRowReader``.
     func snapshot(_ row: Row, columns: [SQLFetchColumn]) throws -> RowSnapshot? {
-        let pk: Int64 = row[0]
-        guard let number: Int = row[1], let entity = entity(forNumber: number) else { return nil }
-        let version: Int64 = row[2] ?? 1
-        var values = entity.allProperties.map { property -> SnapshotValue in
-            switch property {
-            case let relationship as RelationshipDescription: return relationship.isToMany ? .toMany(nil) : .toOne(nil)
-            default: return .attribute(.null)
-            }
-        }
-        var destinationKeys: [Int: Int64] = [:]
-        var destinationEntities: [Int: Int] = [:]
-        for column in columns {
-            guard let index = entity.propertyIndex(named: column.property.name),
-                  entity.allProperties[index] === column.property || column.entity.isKindOf(entity: entity) || entity.isKindOf(entity: column.entity)
-            else { continue }
-            let value = row[column.index] as DatabaseValue
-            switch column.kind {
-            case .attribute:
-                guard let attribute = column.property as? AttributeDescription else { continue }
-                values[index] = .attribute(try decode(value, for: attribute, entity: entity))
-            case .toOneKey:
-                if let key = Int64.fromDatabaseValue(value) { destinationKeys[index] = key }
-            case .toOneEntity:
-                if let number = Int.fromDatabaseValue(value) { destinationEntities[index] = number }
-            }
-        }
-        for (index, key) in destinationKeys {
-            guard let relationship = entity.allProperties[index] as? RelationshipDescription,
-                  let declared = relationship.destinationEntity else { continue }
-            let destination = destinationEntities[index].flatMap { self.entity(forNumber: $0) } ?? declared
-            values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: identifier, primaryKey: key))
-        }
-        return RowSnapshot(objectID: ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk),
-                           version: version, values: values)
+        try SQLiteRowReader(store: self, columns: columns).snapshot(row)
     }
 
     func decode(_ value: DatabaseValue, for attribute: AttributeDescription, entity: EntityDescription) throws -> AttributeValue {

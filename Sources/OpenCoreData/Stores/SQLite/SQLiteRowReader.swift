@@ -1,0 +1,128 @@
+import Foundation
+import GRDB
+
+/// Turns the result rows of one fetch (`Z_PK, Z_ENT, Z_OPT`, then the fetch's
+/// columns) into snapshots of each row's concrete entity.
+///
+/// Everything that depends only on the entity — which column feeds which property,
+/// the values of properties not selected, the destination entities of to-one
+/// relationships — is worked out once per entity number and reused for every row,
+/// so a row costs its column reads and value decoding only.
+///
+/// ```swift
+/// let reader = SQLiteRowReader(store: store, columns: statement.columns)
+/// while let row = try rows.next() {
+///     if let snapshot = try reader.snapshot(row) { result.append(snapshot) }
+/// }
+/// ```
+final class SQLiteRowReader {
+    private let store: SQLiteStore
+    private let columns: [SQLFetchColumn]
+    private var plans: [Int: Plan?] = [:]
+    private var entities: [Int: EntityDescription?] = [:]
+    private var lastNumber: Int?
+    private var lastPlan: Plan?
+
+    /// What one column does for rows of one entity.
+    private enum Action {
+        case attribute(column: Int, index: Int, attribute: AttributeDescription)
+        case toOneKey(column: Int, index: Int)
+        case toOneEntity(column: Int, index: Int)
+    }
+
+    /// The reading plan of one entity.
+    private struct Plan {
+        let entity: EntityDescription
+        /// The values before any column is read: to-many faults, nil to-ones, null attributes.
+        let template: [SnapshotValue]
+        let actions: [Action]
+        /// The declared destination of each to-one relationship, by property index.
+        let destinations: [Int: EntityDescription]
+    }
+
+    init(store: SQLiteStore, columns: [SQLFetchColumn]) {
+        self.store = store
+        self.columns = columns
+    }
+
+    private func entity(forNumber number: Int) -> EntityDescription? {
+        if let known = entities[number] { return known }
+        let entity = store.entity(forNumber: number)
+        entities[number] = entity
+        return entity
+    }
+
+    private func plan(forNumber number: Int) -> Plan? {
+        if number == lastNumber { return lastPlan }
+        let plan: Plan?
+        if let known = plans[number] {
+            plan = known
+        } else {
+            plan = entity(forNumber: number).map(makePlan)
+            plans[number] = plan
+        }
+        lastNumber = number
+        lastPlan = plan
+        return plan
+    }
+
+    private func makePlan(_ entity: EntityDescription) -> Plan {
+        let properties = entity.allProperties
+        let template = properties.map { property -> SnapshotValue in
+            switch property {
+            case let relationship as RelationshipDescription: return relationship.isToMany ? .toMany(nil) : .toOne(nil)
+            default: return .attribute(.null)
+            }
+        }
+        var actions: [Action] = []
+        var destinations: [Int: EntityDescription] = [:]
+        for column in columns {
+            guard let index = entity.propertyIndex(named: column.property.name),
+                  properties[index] === column.property || column.entity.isKindOf(entity: entity) || entity.isKindOf(entity: column.entity)
+            else { continue }
+            switch column.kind {
+            case .attribute:
+                guard let attribute = column.property as? AttributeDescription else { continue }
+                actions.append(.attribute(column: column.index, index: index, attribute: attribute))
+            case .toOneKey:
+                actions.append(.toOneKey(column: column.index, index: index))
+                if let relationship = properties[index] as? RelationshipDescription, let declared = relationship.destinationEntity {
+                    destinations[index] = declared
+                }
+            case .toOneEntity:
+                actions.append(.toOneEntity(column: column.index, index: index))
+            }
+        }
+        return Plan(entity: entity, template: template, actions: actions, destinations: destinations)
+    }
+
+    /// The snapshot of one result row; nil when its `Z_ENT` names no entity of the model.
+    func snapshot(_ row: Row) throws -> RowSnapshot? {
+        let pk: Int64 = row[0]
+        guard let number: Int = row[1], let plan = plan(forNumber: number) else { return nil }
+        let version: Int64 = row[2] ?? 1
+        var values = plan.template
+        var destinationKeys: [(Int, Int64)] = []
+        var destinationEntities: [Int: Int] = [:]
+        for action in plan.actions {
+            switch action {
+            case .attribute(let column, let index, let attribute):
+                values[index] = .attribute(try store.decode(row[column] as DatabaseValue, for: attribute, entity: plan.entity))
+            case .toOneKey(let column, let index):
+                if let key = Int64.fromDatabaseValue(row[column] as DatabaseValue) {
+                    destinationKeys.removeAll { $0.0 == index }
+                    destinationKeys.append((index, key))
+                }
+            case .toOneEntity(let column, let index):
+                if let number = Int.fromDatabaseValue(row[column] as DatabaseValue) { destinationEntities[index] = number }
+            }
+        }
+        for (index, key) in destinationKeys {
+            guard let declared = plan.destinations[index] else { continue }
+            let destination = destinationEntities[index].flatMap { entity(forNumber: $0) } ?? declared
+            values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: store.identifier, primaryKey: key))
+        }
+        return RowSnapshot(objectID: ObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: pk),
+                           version: version, values: values)
+    }
+}
