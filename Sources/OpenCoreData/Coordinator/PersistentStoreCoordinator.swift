@@ -204,6 +204,13 @@ public final class PersistentStoreCoordinator: Sendable {
         return try store.relatedObjectIDs(of: id, relationship: relationship)
     }
 
+    /// The destination rows of a to-many relationship in one read, when the store
+    /// can (see ``PersistentStore/relatedRows(of:relationship:)``).
+    func relatedRows(of id: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? {
+        guard let store = store(for: id) else { return [] }
+        return try store.relatedRows(of: id, relationship: relationship)
+    }
+
     func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
         guard let store = store(for: entity) else {
             throw CoreDataError(.persistentStoreSave, "No persistent store holds entity '\(entity.name)'", entityName: entity.name)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenCoreDataPredicates
+import Synchronization
 
 /// Core Data's SQLite store (`NSSQLiteStoreType`), in Core Data's own file format:
 /// a store made here opens with Core Data on Apple platforms, and the other way round.
@@ -38,6 +39,13 @@ public final class SQLiteStore: PersistentStore {
     let history: SQLiteHistory?
     /// Remote-change notifications (nil: not requested); see RemoteChangeObserver.swift.
     let remoteChanges: RemoteChangeObserver?
+    /// The statements reading to-many destination rows, by source entity and relationship.
+    let relatedRowsQueries = Mutex<[String: RelatedRowsQuery]>([:])
+
+    struct RelatedRowsQuery: Sendable {
+        let sql: String
+        let columns: [SQLFetchColumn]
+    }
 
     /// Store options, as Core Data names them.
     public enum Option {
@@ -192,6 +200,51 @@ public final class SQLiteStore: PersistentStore {
                 return ObjectID(entity: entity, storeIdentifier: self.identifier, primaryKey: key)
             }
         }
+    }
+
+    /// The destination rows of a to-many relationship, with every column of the
+    /// destination entity, in one query (as Core Data fires a to-many fault:
+    /// `SELECT 0, t0.Z_PK, t0.Z_OPT, t0.ZNAME ... FROM ZCHILD t0 WHERE t0.ZPARENT = ?`).
+    func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
+        guard let pk = objectID.primaryKey, let query = try relatedRowsQuery(relationship, in: objectID.entity) else { return [] }
+        return try read("reading \(objectID).\(relationship.name)", in: snapshot) { db in
+            let statement = try db.cachedStatement(sql: query.sql)
+            let rows = try Row.fetchCursor(statement, arguments: [pk])
+            let reader = SQLiteRowReader(store: self, columns: query.columns)
+            var result: [RowSnapshot] = []
+            while let row = try rows.next() {
+                if let snapshot = try reader.snapshot(row) { result.append(snapshot) }
+            }
+            return result
+        }
+    }
+
+    /// The statement reading a to-many relationship's destination rows, made once
+    /// per source entity and relationship.
+    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription) throws -> RelatedRowsQuery? {
+        let key = entity.name + "\u{0}" + relationship.name
+        if let known = relatedRowsQueries.withLock({ $0[key] }) { return known }
+        guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination),
+              let storage = schema.storage(for: relationship, in: entity) else { return nil }
+        var fetch = StoreFetch(entity: destination)
+        fetch.includesSubentities = true
+        let columns = try translator.selectedColumns(for: fetch, properties: nil)
+        var select = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
+        for column in columns { select += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
+        let sql: String
+        switch storage {
+        case .toMany(let table, let foreignKey, let order):
+            let orderBy = order.map { "t0." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
+            sql = select + " FROM \(SQLiteIdentifier.quoted(table)) t0 WHERE t0.\(SQLiteIdentifier.quoted(foreignKey)) = ? ORDER BY \(orderBy)t0.Z_PK"
+        case .joinTable(let join):
+            let orderBy = join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
+            sql = select + " FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) t0 ON t0.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE j.\(SQLiteIdentifier.quoted(join.sourceColumn)) = ? ORDER BY \(orderBy)t0.Z_PK"
+        default:
+            return nil
+        }
+        let query = RelatedRowsQuery(sql: sql, columns: columns)
+        relatedRowsQueries.withLock { $0[key] = query }
+        return query
     }
 
     public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
