@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An entity: a kind of object in the model, with its properties
 /// (`NSEntityDescription`).
@@ -141,6 +142,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The values of a new object (defaults, empty relationships), computed once
     /// when the model is frozen.
     private(set) var frozenInitialValues: [SnapshotValue]?
+    /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
+    /// it, with the registration generation it was resolved in.
+    let resolvedClass = Mutex<(generation: Int, type: ManagedObject.Type)?>(nil)
 
     /// The relationships (inherited included) whose destination is `entity`.
     public func relationships(forDestination entity: EntityDescription) -> [RelationshipDescription] {
