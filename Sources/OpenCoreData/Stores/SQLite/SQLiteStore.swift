@@ -141,11 +141,12 @@ public final class SQLiteStore: PersistentStore {
         return try read("fetching \(fetch.entity.name)", in: snapshot) { db in
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
-            let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
+            let prepared = try db.makeStatement(sql: statement.sql)
+            let rows = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
             let reader = SQLiteRowReader(store: self, columns: statement.columns)
             var result: [RowSnapshot] = []
-            while let row = try rows.next() {
-                if let snapshot = try reader.snapshot(row) { result.append(snapshot) }
+            while try rows.next() != nil {
+                if let snapshot = try reader.snapshot(prepared.sqliteStatement) { result.append(snapshot) }
             }
             if SQLDebug.level > 0 {
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -212,8 +213,8 @@ public final class SQLiteStore: PersistentStore {
             let rows = try Row.fetchCursor(statement, arguments: [pk])
             let reader = SQLiteRowReader(store: self, columns: query.columns)
             var result: [RowSnapshot] = []
-            while let row = try rows.next() {
-                if let snapshot = try reader.snapshot(row) { result.append(snapshot) }
+            while try rows.next() != nil {
+                if let snapshot = try reader.snapshot(statement.sqliteStatement) { result.append(snapshot) }
             }
             return result
         }
