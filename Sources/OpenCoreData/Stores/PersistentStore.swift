@@ -164,6 +164,6 @@ public struct SaveChanges: Sendable {
 extension EntityDescription {
     /// The index of a property in ``allProperties``.
     public func propertyIndex(named name: String) -> Int? {
-        propertyIndexes[name]
+        indexOfProperty(named: name)
     }
 }
