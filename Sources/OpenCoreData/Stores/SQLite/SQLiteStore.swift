@@ -208,7 +208,7 @@ public final class SQLiteStore: PersistentStore {
     /// `SELECT 0, t0.Z_PK, t0.Z_OPT, t0.ZNAME ... FROM ZCHILD t0 WHERE t0.ZPARENT = ?`).
     func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
         guard let pk = objectID.primaryKey, let query = try relatedRowsQuery(relationship, in: objectID.entity) else { return [] }
-        return try read("reading \(objectID).\(relationship.name)", in: snapshot) { db in
+        return try read("reading \(objectID).\(relationship.name)", in: snapshot, singleStatement: true) { db in
             let statement = try db.cachedStatement(sql: query.sql)
             let rows = try Row.fetchCursor(statement, arguments: [pk])
             let reader = SQLiteRowReader(store: self, columns: query.columns)
@@ -322,9 +322,14 @@ public final class SQLiteStore: PersistentStore {
 
     // MARK: Access
 
-    func read<T>(_ action: String, in snapshot: SQLiteStoreSnapshot? = nil, _ body: (Database) throws -> T) throws -> T {
+    /// Runs `body` on the store's connection. `singleStatement`: `body` runs one
+    /// SELECT, atomic by itself, so it runs without the read transaction (`BEGIN`,
+    /// `PRAGMA query_only`, `COMMIT`) that costs more than a small query.
+    func read<T>(_ action: String, in snapshot: SQLiteStoreSnapshot? = nil, singleStatement: Bool = false,
+                 _ body: (Database) throws -> T) throws -> T {
         do {
             if let snapshot { return try snapshot.read(body) }
+            if singleStatement { return try queue.unsafeRead(body) }
             return try queue.read(body)
         } catch let error as CoreDataError {
             throw error
