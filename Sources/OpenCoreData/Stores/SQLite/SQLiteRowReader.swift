@@ -16,7 +16,9 @@ import GRDB
 /// }
 /// ```
 final class SQLiteRowReader {
-    private let store: SQLiteStore
+    // Unowned: a store keeps readers of its own statements (SQLiteStore.RowQuery);
+    // no reader outlives its store.
+    private unowned let store: SQLiteStore
     private let columns: [SQLFetchColumn]
     private var plans: [Int: Plan?] = [:]
     private var entities: [Int: EntityDescription?] = [:]

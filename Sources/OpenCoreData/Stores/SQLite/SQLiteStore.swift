@@ -40,12 +40,39 @@ public final class SQLiteStore: PersistentStore {
     /// Remote-change notifications (nil: not requested); see RemoteChangeObserver.swift.
     let remoteChanges: RemoteChangeObserver?
     /// The statements reading to-many destination rows, by source entity and relationship.
-    let relatedRowsQueries = Mutex<[String: RelatedRowsQuery]>([:])
+    let relatedRowsQueries = Mutex<[String: RowQuery]>([:])
 
-    struct RelatedRowsQuery: Sendable {
+    /// A statement reading rows of one shape, with the reader that keeps its
+    /// per-entity reading plans from one use to the next.
+    final class RowQuery: Sendable {
         let sql: String
         let columns: [SQLFetchColumn]
+        private let lock = Mutex(())
+        // The reader (a class with mutable plan caches) is only used while `lock` is
+        // held, in rows(_:arguments:): that is what makes sharing it safe.
+        private nonisolated(unsafe) let reader: SQLiteRowReader
+
+        init(sql: String, columns: [SQLFetchColumn], store: SQLiteStore) {
+            self.sql = sql
+            self.columns = columns
+            self.reader = SQLiteRowReader(store: store, columns: columns)
+        }
+
+        /// The snapshots of the rows of `sql` with `arguments`, read with the cached statement.
+        func rows(_ db: Database, arguments: StatementArguments) throws -> [RowSnapshot] {
+            let statement = try db.cachedStatement(sql: sql)
+            let cursor = try Row.fetchCursor(statement, arguments: arguments)
+            return try lock.withLock { _ in
+                var result: [RowSnapshot] = []
+                while try cursor.next() != nil {
+                    if let snapshot = try reader.snapshot(statement.sqliteStatement) { result.append(snapshot) }
+                }
+                return result
+            }
+        }
     }
+    /// The statement reading one row of each entity (fault firing), by entity name.
+    let rowQueries = Mutex<[String: RowQuery]>([:])
 
     /// Store options, as Core Data names them.
     public enum Option {
@@ -165,17 +192,25 @@ public final class SQLiteStore: PersistentStore {
     }
 
     func row(for objectID: ObjectID, in snapshot: SQLiteStoreSnapshot?) throws -> RowSnapshot? {
-        guard let pk = objectID.primaryKey, let table = schema.table(for: objectID.entity) else { return nil }
-        var fetch = StoreFetch(entity: objectID.entity)
+        guard let pk = objectID.primaryKey, let query = try rowQuery(for: objectID.entity) else { return nil }
+        return try read("reading \(objectID)", in: snapshot, singleStatement: true) { db in
+            try query.rows(db, arguments: [pk]).first
+        }
+    }
+
+    /// The statement reading one row of `entity` by primary key, made once per entity.
+    private func rowQuery(for entity: EntityDescription) throws -> RowQuery? {
+        if let known = rowQueries.withLock({ $0[entity.name] }) { return known }
+        guard let table = schema.table(for: entity) else { return nil }
+        var fetch = StoreFetch(entity: entity)
         fetch.includesSubentities = true
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         var sql = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
         sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ?"
-        return try read("reading \(objectID)", in: snapshot) { db in
-            guard let row = try Row.fetchOne(db, sql: sql, arguments: [pk]) else { return nil }
-            return try self.snapshot(row, columns: columns)
-        }
+        let query = RowQuery(sql: sql, columns: columns, store: self)
+        rowQueries.withLock { $0[entity.name] = query }
+        return query
     }
 
     func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [ObjectID] {
@@ -209,20 +244,13 @@ public final class SQLiteStore: PersistentStore {
     func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
         guard let pk = objectID.primaryKey, let query = try relatedRowsQuery(relationship, in: objectID.entity) else { return [] }
         return try read("reading \(objectID).\(relationship.name)", in: snapshot, singleStatement: true) { db in
-            let statement = try db.cachedStatement(sql: query.sql)
-            let rows = try Row.fetchCursor(statement, arguments: [pk])
-            let reader = SQLiteRowReader(store: self, columns: query.columns)
-            var result: [RowSnapshot] = []
-            while try rows.next() != nil {
-                if let snapshot = try reader.snapshot(statement.sqliteStatement) { result.append(snapshot) }
-            }
-            return result
+            try query.rows(db, arguments: [pk])
         }
     }
 
     /// The statement reading a to-many relationship's destination rows, made once
     /// per source entity and relationship.
-    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription) throws -> RelatedRowsQuery? {
+    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription) throws -> RowQuery? {
         let key = entity.name + "\u{0}" + relationship.name
         if let known = relatedRowsQueries.withLock({ $0[key] }) { return known }
         guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination),
@@ -243,7 +271,7 @@ public final class SQLiteStore: PersistentStore {
         default:
             return nil
         }
-        let query = RelatedRowsQuery(sql: sql, columns: columns)
+        let query = RowQuery(sql: sql, columns: columns, store: self)
         relatedRowsQueries.withLock { $0[key] = query }
         return query
     }
