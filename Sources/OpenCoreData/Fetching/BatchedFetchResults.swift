@@ -112,9 +112,7 @@ extension ManagedObjectContext {
             return object.isFault
         }
         if !missing.isEmpty {
-            var fetch = StoreFetch(entity: entity)
-            fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
-            let rows = (try? sourceRows(fetch)) ?? []
+            let rows = (try? batchRows(missing, entity: entity)) ?? []
             var loaded: [ObjectID: ManagedObject] = [:]
             for row in rows {
                 let object = registry[row.objectID]?.object ?? makeFault(row.objectID, row: row)
@@ -127,5 +125,20 @@ extension ManagedObjectContext {
             return ids.map { loaded[$0] ?? object(with: $0) }
         }
         return ids.map { object(with: $0) }
+    }
+
+    /// The rows of `ids`: one read by primary key when the context reads the store
+    /// directly and the store can, else a fetch with a `SELF IN` predicate.
+    private func batchRows(_ ids: [ObjectID], entity: EntityDescription) throws -> [RowSnapshot] {
+        // Up to 500 keys: a statement per batch size stays cached, far below SQLite's
+        // limit on bound parameters.
+        if ids.count <= 500, sharesRowCache, let coordinator = persistentStoreCoordinator, let first = ids.first,
+           let store = coordinator.store(for: first), ids.allSatisfy({ $0.storeIdentifier == first.storeIdentifier }),
+           let rows = try store.rows(for: ids, of: entity) {
+            return rows
+        }
+        var fetch = StoreFetch(entity: entity)
+        fetch.predicate = ManagedObjectContext.objectsPredicate(ids)
+        return try sourceRows(fetch)
     }
 }

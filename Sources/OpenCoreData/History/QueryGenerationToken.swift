@@ -255,6 +255,9 @@ extension SQLiteStore {
     public func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? {
         try relatedRows(of: objectID, relationship: relationship, in: nil)
     }
+    public func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? {
+        try rows(for: objectIDs, of: entity, in: nil)
+    }
 }
 
 extension PersistentStoreCoordinator {

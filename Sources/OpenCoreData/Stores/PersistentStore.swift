@@ -51,6 +51,18 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// }
     /// ```
     func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]?
+    /// The rows of `objectIDs` (all of `entity` or its subentities) with one read,
+    /// in any order, leaving out those the store does not have; nil when the store
+    /// has no cheaper way than a fetch with a `SELF IN` predicate. Stores get a nil
+    /// implementation for free.
+    ///
+    /// Batched fetch results load each batch with it:
+    ///
+    /// ```swift
+    /// request.fetchBatchSize = 20
+    /// for mood in try context.fetchInBatches(request) { ... }   // one read per 20
+    /// ```
+    func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]?
     /// Reserves permanent IDs for new objects of `entity`.
     func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID]
     /// Applies one save atomically: every change or none. Rows being updated or
@@ -70,6 +82,8 @@ public protocol PersistentStore: AnyObject, Sendable {
 extension PersistentStore {
     /// No single-query read of a relationship's rows: contexts ask for the IDs.
     public func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? { nil }
+    /// No single read of several rows by ID: contexts fetch them with a predicate.
+    public func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? { nil }
 }
 
 /// The kind of a persistent store (`NSPersistentStore.StoreType`).

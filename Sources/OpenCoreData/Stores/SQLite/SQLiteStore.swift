@@ -71,7 +71,8 @@ public final class SQLiteStore: PersistentStore {
             }
         }
     }
-    /// The statement reading one row of each entity (fault firing), by entity name.
+    /// The statements reading rows of an entity by primary key, by entity name (and
+    /// number of keys when more than one).
     let rowQueries = Mutex<[String: RowQuery]>([:])
 
     /// Store options, as Core Data names them.
@@ -198,18 +199,31 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    /// The statement reading one row of `entity` by primary key, made once per entity.
-    private func rowQuery(for entity: EntityDescription) throws -> RowQuery? {
-        if let known = rowQueries.withLock({ $0[entity.name] }) { return known }
+    /// The rows of several objects of `entity` (or its subentities) by primary key,
+    /// with one cached statement per entity and number of keys.
+    func rows(for objectIDs: [ObjectID], of entity: EntityDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
+        let keys = objectIDs.compactMap(\.primaryKey)
+        guard !keys.isEmpty, let query = try rowQuery(for: entity, keys: keys.count) else { return [] }
+        return try read("reading \(keys.count) \(entity.name) rows", in: snapshot, singleStatement: true) { db in
+            try query.rows(db, arguments: StatementArguments(keys))
+        }
+    }
+
+    /// The statement reading `keys` rows of `entity` by primary key (one: fault
+    /// firing; more: a batch), made once per entity and number of keys.
+    private func rowQuery(for entity: EntityDescription, keys: Int = 1) throws -> RowQuery? {
+        let key = keys == 1 ? entity.name : entity.name + "\u{0}\(keys)"
+        if let known = rowQueries.withLock({ $0[key] }) { return known }
         guard let table = schema.table(for: entity) else { return nil }
         var fetch = StoreFetch(entity: entity)
         fetch.includesSubentities = true
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         var sql = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
-        sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ?"
+        sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK"
+        sql += keys == 1 ? " = ?" : " IN (" + Array(repeating: "?", count: keys).joined(separator: ", ") + ")"
         let query = RowQuery(sql: sql, columns: columns, store: self)
-        rowQueries.withLock { $0[entity.name] = query }
+        rowQueries.withLock { $0[key] = query }
         return query
     }
 
