@@ -62,6 +62,9 @@ for w in workloads:
 with open(os.path.join(results, f"{output}.json"), "w") as f:
     json.dump(report, f, indent=2)
     f.write("\n")
+frc = load("frc.json")   # the fetched results controller workload (OpenCoreData only)
+if frc:
+    details["frc"] = frc
 with open(os.path.join(results, f"{output}-details.json"), "w") as f:
     json.dump(details, f, indent=2)
     f.write("\n")
@@ -132,6 +135,14 @@ if "W1c" in workloads:
                       f"with `reset()`: {'within' if ok else 'OVER'} the {bound:.0f} MiB bound."]
         if not ok:
             failures.append(f"W1c: OpenCoreData peak {mb:.0f} MiB over the {bound:.0f} MiB bound")
+
+if frc:
+    lines += ["", f"Fetched results controller (OpenCoreData only; {frc['count']:,} items, batch size {frc['batch_size']}, "
+                  f"median of {frc['runs']}): a refetch against reacting to one change (move, insert, delete, each + `processPendingChanges()`).", "",
+              "| sections | performFetch (s) | move (s) | insert (s) | delete (s) | one change / refetch |", "|---|---|---|---|---|---|"]
+    for l in frc["layouts"]:
+        lines.append(f"| {l['sections']} | {l['perform_fetch_median_s']:.4f} | {l['move_median_s']:.6f} | {l['insert_median_s']:.6f} | "
+                     f"{l['delete_median_s']:.6f} | {100 * l['one_change_fraction_of_refetch']:.2f} % |")
 
 lines += ["", "| peer | identity map | change tracking |", "|---|---|---|"]
 lines += [f"| {NAMES[p]} | {TRAITS[p][0]} | {TRAITS[p][1]} |" for p in peers]

@@ -15,16 +15,34 @@ extension ManagedObjectContext {
             return ids.map { self.object(with: $0) }
         case .toMany(nil):
             guard let relationship = object.entity.allProperties[index] as? RelationshipDescription else { return [] }
-            let ids = (try? sourceRelatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
+            let loaded = sourceRelatedObjects(of: object.objectID, relationship: relationship)
+            let ids = loaded?.map(\.objectID) ?? (try? sourceRelatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
             object.storage?[index] = .toMany(ids)
             if var committed = object.committed, index < committed.values.count {
                 committed.values[index] = .toMany(ids)
                 object.committed = committed
             }
             if object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
-            return ids.map { self.object(with: $0) }
+            return loaded ?? ids.map { self.object(with: $0) }
         case .attribute:
             return []
+        }
+    }
+
+    /// The destinations of a to-many fault read with their rows in one query (when
+    /// the store can and this context shares the coordinator's row cache): objects
+    /// not registered yet become faults whose rows wait in the row cache, so firing
+    /// them costs no further query. Nil: ask for the IDs instead.
+    func sourceRelatedObjects(of id: ObjectID, relationship: RelationshipDescription) -> [ManagedObject]? {
+        guard sharesRowCache, let coordinator = persistentStoreCoordinator,
+              let rows = (try? coordinator.relatedRows(of: id, relationship: relationship)) ?? nil else { return nil }
+        return rows.map { row in
+            guard let registered = registry[row.objectID]?.object else { return makeFault(row.objectID, row: row) }
+            if registered.isFault, registered.rowCacheOwner == nil {
+                coordinator.retainRow(row)
+                registered.rowCacheOwner = coordinator
+            }
+            return registered
         }
     }
 

@@ -109,6 +109,8 @@ extension ManagedObjectContext {
         let rows = try sourceRows(fetch)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
+        registry.reserveCapacity(registry.count + rows.count)
+        if fetch.includesPropertyValues && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
         for row in rows {
             let object: ManagedObject
             if let registered = registry[row.objectID]?.object {

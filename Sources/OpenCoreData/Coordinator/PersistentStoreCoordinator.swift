@@ -161,22 +161,30 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Records that an object holds `row`: the cache keeps it while any object does.
     func retainRow(_ row: RowSnapshot) {
         state.withLock { state in
-            if var entry = state.rowCache[row.objectID] {
-                if row.version >= entry.row.version { entry.row = row }
-                entry.references += 1
-                state.rowCache[row.objectID] = entry
+            // One hash lookup, the entry changed in place.
+            if let index = state.rowCache.index(forKey: row.objectID) {
+                if row.version >= state.rowCache.values[index].row.version { state.rowCache.values[index].row = row }
+                state.rowCache.values[index].references += 1
             } else {
                 state.rowCache[row.objectID] = CachedRow(row: row, references: 1)
             }
         }
     }
 
+    /// Makes room in the row cache for `count` more rows (before a fetch registers them).
+    func reserveRowCacheCapacity(_ count: Int) {
+        state.withLock { $0.rowCache.reserveCapacity($0.rowCache.count + count) }
+    }
+
     /// Releases a row retained with ``retainRow(_:)``.
     func releaseRow(_ id: ObjectID) {
         state.withLock { state in
-            guard var entry = state.rowCache[id] else { return }
-            entry.references -= 1
-            state.rowCache[id] = entry.references > 0 ? entry : nil
+            guard let index = state.rowCache.index(forKey: id) else { return }
+            if state.rowCache.values[index].references > 1 {
+                state.rowCache.values[index].references -= 1
+            } else {
+                state.rowCache.remove(at: index)
+            }
         }
     }
 
@@ -202,6 +210,13 @@ public final class PersistentStoreCoordinator: Sendable {
     func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
         guard let store = store(for: id) else { return [] }
         return try store.relatedObjectIDs(of: id, relationship: relationship)
+    }
+
+    /// The destination rows of a to-many relationship in one read, when the store
+    /// can (see ``PersistentStore/relatedRows(of:relationship:)``).
+    func relatedRows(of id: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? {
+        guard let store = store(for: id) else { return [] }
+        return try store.relatedRows(of: id, relationship: relationship)
     }
 
     func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {

@@ -252,6 +252,9 @@ extension SQLiteStore {
     public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
         try relatedObjectIDs(of: objectID, relationship: relationship, in: nil)
     }
+    public func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? {
+        try relatedRows(of: objectID, relationship: relationship, in: nil)
+    }
 }
 
 extension PersistentStoreCoordinator {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An entity: a kind of object in the model, with its properties
 /// (`NSEntityDescription`).
@@ -92,6 +93,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         var attributesByName: [String: AttributeDescription]
         var relationshipsByName: [String: RelationshipDescription]
         var propertyIndexes: [String: Int]
+        /// The names of `allProperties`, in order.
+        var propertyNames: [String]
     }
 
     private func makeCache() -> Cache {
@@ -107,7 +110,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
             if let relationship = property as? RelationshipDescription { relationships[property.name] = relationship }
         }
         return Cache(allProperties: all, propertiesByName: byName, attributesByName: attributes,
-                     relationshipsByName: relationships, propertyIndexes: indexes)
+                     relationshipsByName: relationships, propertyIndexes: indexes, propertyNames: all.map(\.name))
     }
 
     private var frozenVersionHash: Data?
@@ -129,6 +132,14 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     public var propertiesByName: [String: PropertyDescription] { frozenCache?.propertiesByName ?? makeCache().propertiesByName }
     /// The index of each property (inherited included) in ``allProperties``.
     var propertyIndexes: [String: Int] { frozenCache?.propertyIndexes ?? makeCache().propertyIndexes }
+    /// The index of the property named `name` in ``allProperties``: a scan of the
+    /// names for entities of up to 16 properties (comparing short names costs less
+    /// than hashing one), the dictionary above that.
+    func indexOfProperty(named name: String) -> Int? {
+        guard let names = frozenCache?.propertyNames else { return makeCache().propertyIndexes[name] }
+        if names.count <= 16 { return names.firstIndex(of: name) }
+        return frozenCache?.propertyIndexes[name]
+    }
     /// Every attribute, inherited ones included, by name.
     public var attributesByName: [String: AttributeDescription] { frozenCache?.attributesByName ?? makeCache().attributesByName }
     /// Every relationship, inherited ones included, by name.
@@ -141,6 +152,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The values of a new object (defaults, empty relationships), computed once
     /// when the model is frozen.
     private(set) var frozenInitialValues: [SnapshotValue]?
+    /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
+    /// it, with the registration generation it was resolved in.
+    let resolvedClass = Mutex<(generation: Int, type: ManagedObject.Type)?>(nil)
 
     /// The relationships (inherited included) whose destination is `entity`.
     public func relationships(forDestination entity: EntityDescription) -> [RelationshipDescription] {

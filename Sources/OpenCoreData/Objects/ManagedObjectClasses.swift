@@ -13,6 +13,9 @@ import Synchronization
 /// ```
 public enum ManagedObjectClasses {
     private static let classes = Mutex<[String: ManagedObject.Type]>([:])
+    /// Bumped by every registration that adds a class: an entity's resolved class
+    /// (cached on the entity) is valid while the generation is unchanged.
+    private static let generation = Atomic<Int>(0)
     private static let models = Mutex<[WeakModel]>([])
 
     private struct WeakModel: @unchecked Sendable {
@@ -29,17 +32,28 @@ public enum ManagedObjectClasses {
         guard type != ManagedObject.self else { return }
         let name = String(describing: type)
         let qualified = String(reflecting: type)
-        classes.withLock {
-            if $0[qualified] == nil { $0[qualified] = type }
-            if $0[name] == nil { $0[name] = type }
+        let added = classes.withLock { classes -> Bool in
+            var added = false
+            if classes[qualified] == nil { classes[qualified] = type; added = true }
+            if classes[name] == nil { classes[name] = type; added = true }
+            return added
         }
+        if added { generation.add(1, ordering: .releasing) }
     }
 
     /// The class for an entity: the registered class named by the entity's class
     /// name (a module prefix such as `Moody.Mood` or `.Mood` is ignored), or
     /// `ManagedObject`.
     static func type(for entity: EntityDescription) -> ManagedObject.Type {
-        // The common case without splitting the name (one allocation per fault otherwise).
+        // Once per entity and registration generation: every fault asks.
+        let current = generation.load(ordering: .acquiring)
+        if let cached = entity.resolvedClass.withLock({ $0 }), cached.generation == current { return cached.type }
+        let type = resolve(entity)
+        entity.resolvedClass.withLock { $0 = (current, type) }
+        return type
+    }
+
+    private static func resolve(_ entity: EntityDescription) -> ManagedObject.Type {
         if entity.managedObjectClassName == "ManagedObject" || entity.managedObjectClassName == "NSManagedObject" {
             return ManagedObject.self
         }

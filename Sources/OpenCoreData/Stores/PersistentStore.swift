@@ -37,6 +37,20 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The IDs of the objects a to-many relationship of `objectID` holds, in order
     /// for an ordered relationship.
     func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID]
+    /// The rows of the objects a to-many relationship of `objectID` holds, in order
+    /// for an ordered relationship, read with one query; nil when the store has no
+    /// cheaper way than ``relatedObjectIDs(of:relationship:)`` and ``row(for:)``.
+    /// Stores get a nil implementation for free.
+    ///
+    /// Firing a to-many fault, a context puts these rows into the coordinator's row
+    /// cache, so the destination faults fire without going to the store again:
+    ///
+    /// ```swift
+    /// for child in parent.objects(forRelationship: "children") {   // one query
+    ///     _ = child.value(forKey: "name")                          // no query
+    /// }
+    /// ```
+    func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]?
     /// Reserves permanent IDs for new objects of `entity`.
     func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID]
     /// Applies one save atomically: every change or none. Rows being updated or
@@ -51,6 +65,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// of the rows it changed. Stores get an implementation over ``fetchRows(_:)``
     /// and ``save(_:)`` for free; see ``StoreBatchRequest``.
     func execute(_ request: StoreBatchRequest) throws -> [ObjectID]
+}
+
+extension PersistentStore {
+    /// No single-query read of a relationship's rows: contexts ask for the IDs.
+    public func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? { nil }
 }
 
 /// The kind of a persistent store (`NSPersistentStore.StoreType`).
@@ -145,6 +164,6 @@ public struct SaveChanges: Sendable {
 extension EntityDescription {
     /// The index of a property in ``allProperties``.
     public func propertyIndex(named name: String) -> Int? {
-        propertyIndexes[name]
+        indexOfProperty(named: name)
     }
 }

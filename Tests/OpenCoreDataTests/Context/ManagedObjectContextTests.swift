@@ -97,6 +97,49 @@ struct ManagedObjectContextTests {
         #expect(fetched.value(forKey: "numericISO3166Code") as? Int == 0)
     }
 
+    @Test("Firing a to-many fault on the SQLite store reads the destination rows with it: one-to-many, many-to-many, ordered")
+    func toManyFaultCachesDestinationRows() throws {
+        let stack = try TestStack(storeType: .sqlite)
+        do {
+            let country = Country(context: stack.context)
+            for rating in 1...3 { stack.mood(rating: rating).setValue(country, forKey: "country") }
+            let tags = ["a", "b", "c"].map { stack.tag($0) }
+            tags[0].add(Array(tags[1...].reversed()), toRelationship: "ordered")
+            let moods = try stack.context.fetch(FetchRequest<Mood>(entityName: "Mood"))
+            tags[1].add(moods, toRelationship: "moods")
+            try stack.context.save()
+            stack.context.reset()
+        }
+        #expect(stack.coordinator.rowCacheCount == 0)
+
+        let other = stack.newContext()
+        let fetchedCountry = try #require(try other.fetch(FetchRequest<Country>(entityName: "Country")).first)
+        let tagRequest = FetchRequest<ManagedObject>(entityName: "Tag")
+        tagRequest.sortDescriptors = [CoreSortDescriptor(key: "name", ascending: true)]
+        let fetchedTags = try other.fetch(tagRequest)
+        let countryMoods = fetchedCountry.objects(forRelationship: "moods")
+        let tagMoods = fetchedTags[1].objects(forRelationship: "moods")
+        let ordered = fetchedTags[0].objects(forRelationship: "ordered")
+        #expect(countryMoods.count == 3 && tagMoods.count == 3 && ordered.count == 2)
+        #expect((countryMoods + tagMoods).allSatisfy { $0.isFault } && ordered[0].isFault)   // "b" fired for its moods
+
+        // Another coordinator changes every row: the destinations fire from the rows
+        // read with their relationship, not from the store.
+        let url = try #require(stack.coordinator.persistentStores.first?.url)
+        let writer = PersistentStoreCoordinator(managedObjectModel: stack.model)
+        try writer.addPersistentStore(type: .sqlite, at: url)
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = writer
+        try writing.performAndWait {
+            for mood in try writing.fetch(FetchRequest<Mood>(entityName: "Mood")) { mood.setValue(5, forKey: "rating") }
+            for tag in try writing.fetch(FetchRequest<ManagedObject>(entityName: "Tag")) { tag.setValue("z", forKey: "name") }
+            try writing.save()
+        }
+        #expect(Set(countryMoods.compactMap { $0.value(forKey: "rating") as? Int }) == [1, 2, 3])
+        #expect(Set(tagMoods.compactMap { $0.value(forKey: "rating") as? Int }) == [1, 2, 3])
+        #expect(ordered.compactMap { $0.value(forKey: "name") as? String } == ["c", "b"])
+    }
+
     @Test("Setting either side of a relationship updates the inverse: one-to-many, many-to-many, ordered", arguments: allStoreTypes)
     func inverses(storeType: PersistentStoreType) throws {
         let stack = try TestStack(storeType: storeType)

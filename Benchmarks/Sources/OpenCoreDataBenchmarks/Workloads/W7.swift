@@ -6,7 +6,8 @@ import OpenCoreDataPredicates
 
 /// W7: scroll the `n/10` persons aged under 10 in batches of 20, reading each
 /// name: time to the first batch (part "first") and to the end (the total).
-/// OpenCoreData uses `fetchBatchSize = 20`; GRDB a cursor read 20 rows at a time;
+/// OpenCoreData uses `fetchInBatches` with `fetchBatchSize = 20` (one query for
+/// the IDs, then one per batch as it is read); GRDB a cursor read 20 rows at a time;
 /// raw SQLite one statement.
 struct W7: Workload {
     let name = "W7"
@@ -45,7 +46,7 @@ struct W7: Workload {
             let request = FetchRequest<ManagedObject>(entityName: "Person")
             request.predicate = try CorePredicate(format: "age < 10")
             request.fetchBatchSize = W7.batch
-            for person in try context.fetch(request) {
+            for person in try context.fetchInBatches(request) {
                 guard case .string(let name) = person.attributeValue(forKey: "name") else { continue }
                 row(PersonData.byteSum(name), start)
             }

@@ -16,7 +16,9 @@ import GRDB
 /// }
 /// ```
 final class SQLiteRowReader {
-    private let store: SQLiteStore
+    // Unowned: a store keeps readers of its own statements (SQLiteStore.RowQuery);
+    // no reader outlives its store.
+    private unowned let store: SQLiteStore
     private let columns: [SQLFetchColumn]
     private var plans: [Int: Plan?] = [:]
     private var entities: [Int: EntityDescription?] = [:]
@@ -98,23 +100,34 @@ final class SQLiteRowReader {
 
     /// The snapshot of one result row; nil when its `Z_ENT` names no entity of the model.
     func snapshot(_ row: Row) throws -> RowSnapshot? {
-        let pk: Int64 = row[0]
-        guard let number: Int = row[1], let plan = plan(forNumber: number) else { return nil }
-        let version: Int64 = row[2] ?? 1
+        try snapshot { row[$0] as DatabaseValue }
+    }
+
+    /// The snapshot of the row `statement` stands on (its last step returned a row),
+    /// read straight from the C API: no `Row` decoding per value.
+    func snapshot(_ statement: SQLiteStatement) throws -> RowSnapshot? {
+        try snapshot { DatabaseValue(sqliteStatement: statement, index: CInt($0)) }
+    }
+
+    @inline(__always)
+    private func snapshot(_ column: (Int) -> DatabaseValue) throws -> RowSnapshot? {
+        guard let pk = Int64.fromDatabaseValue(column(0)) else { return nil }
+        guard let number = Int.fromDatabaseValue(column(1)), let plan = plan(forNumber: number) else { return nil }
+        let version = Int64.fromDatabaseValue(column(2)) ?? 1
         var values = plan.template
         var destinationKeys: [(Int, Int64)] = []
         var destinationEntities: [Int: Int] = [:]
         for action in plan.actions {
             switch action {
-            case .attribute(let column, let index, let attribute):
-                values[index] = .attribute(try store.decode(row[column] as DatabaseValue, for: attribute, entity: plan.entity))
-            case .toOneKey(let column, let index):
-                if let key = Int64.fromDatabaseValue(row[column] as DatabaseValue) {
+            case .attribute(let columnIndex, let index, let attribute):
+                values[index] = .attribute(try store.decode(column(columnIndex), for: attribute, entity: plan.entity))
+            case .toOneKey(let columnIndex, let index):
+                if let key = Int64.fromDatabaseValue(column(columnIndex)) {
                     destinationKeys.removeAll { $0.0 == index }
                     destinationKeys.append((index, key))
                 }
-            case .toOneEntity(let column, let index):
-                if let number = Int.fromDatabaseValue(row[column] as DatabaseValue) { destinationEntities[index] = number }
+            case .toOneEntity(let columnIndex, let index):
+                if let number = Int.fromDatabaseValue(column(columnIndex)) { destinationEntities[index] = number }
             }
         }
         for (index, key) in destinationKeys {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenCoreDataPredicates
+import Synchronization
 
 /// Core Data's SQLite store (`NSSQLiteStoreType`), in Core Data's own file format:
 /// a store made here opens with Core Data on Apple platforms, and the other way round.
@@ -38,6 +39,40 @@ public final class SQLiteStore: PersistentStore {
     let history: SQLiteHistory?
     /// Remote-change notifications (nil: not requested); see RemoteChangeObserver.swift.
     let remoteChanges: RemoteChangeObserver?
+    /// The statements reading to-many destination rows, by source entity and relationship.
+    let relatedRowsQueries = Mutex<[String: RowQuery]>([:])
+
+    /// A statement reading rows of one shape, with the reader that keeps its
+    /// per-entity reading plans from one use to the next.
+    final class RowQuery: Sendable {
+        let sql: String
+        let columns: [SQLFetchColumn]
+        private let lock = Mutex(())
+        // The reader (a class with mutable plan caches) is only used while `lock` is
+        // held, in rows(_:arguments:): that is what makes sharing it safe.
+        private nonisolated(unsafe) let reader: SQLiteRowReader
+
+        init(sql: String, columns: [SQLFetchColumn], store: SQLiteStore) {
+            self.sql = sql
+            self.columns = columns
+            self.reader = SQLiteRowReader(store: store, columns: columns)
+        }
+
+        /// The snapshots of the rows of `sql` with `arguments`, read with the cached statement.
+        func rows(_ db: Database, arguments: StatementArguments) throws -> [RowSnapshot] {
+            let statement = try db.cachedStatement(sql: sql)
+            let cursor = try Row.fetchCursor(statement, arguments: arguments)
+            return try lock.withLock { _ in
+                var result: [RowSnapshot] = []
+                while try cursor.next() != nil {
+                    if let snapshot = try reader.snapshot(statement.sqliteStatement) { result.append(snapshot) }
+                }
+                return result
+            }
+        }
+    }
+    /// The statement reading one row of each entity (fault firing), by entity name.
+    let rowQueries = Mutex<[String: RowQuery]>([:])
 
     /// Store options, as Core Data names them.
     public enum Option {
@@ -133,11 +168,12 @@ public final class SQLiteStore: PersistentStore {
         return try read("fetching \(fetch.entity.name)", in: snapshot) { db in
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
-            let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
+            let prepared = try db.makeStatement(sql: statement.sql)
+            let rows = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
             let reader = SQLiteRowReader(store: self, columns: statement.columns)
             var result: [RowSnapshot] = []
-            while let row = try rows.next() {
-                if let snapshot = try reader.snapshot(row) { result.append(snapshot) }
+            while try rows.next() != nil {
+                if let snapshot = try reader.snapshot(prepared.sqliteStatement) { result.append(snapshot) }
             }
             if SQLDebug.level > 0 {
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -156,17 +192,25 @@ public final class SQLiteStore: PersistentStore {
     }
 
     func row(for objectID: ObjectID, in snapshot: SQLiteStoreSnapshot?) throws -> RowSnapshot? {
-        guard let pk = objectID.primaryKey, let table = schema.table(for: objectID.entity) else { return nil }
-        var fetch = StoreFetch(entity: objectID.entity)
+        guard let pk = objectID.primaryKey, let query = try rowQuery(for: objectID.entity) else { return nil }
+        return try read("reading \(objectID)", in: snapshot, singleStatement: true) { db in
+            try query.rows(db, arguments: [pk]).first
+        }
+    }
+
+    /// The statement reading one row of `entity` by primary key, made once per entity.
+    private func rowQuery(for entity: EntityDescription) throws -> RowQuery? {
+        if let known = rowQueries.withLock({ $0[entity.name] }) { return known }
+        guard let table = schema.table(for: entity) else { return nil }
+        var fetch = StoreFetch(entity: entity)
         fetch.includesSubentities = true
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         var sql = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
         sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ?"
-        return try read("reading \(objectID)", in: snapshot) { db in
-            guard let row = try Row.fetchOne(db, sql: sql, arguments: [pk]) else { return nil }
-            return try self.snapshot(row, columns: columns)
-        }
+        let query = RowQuery(sql: sql, columns: columns, store: self)
+        rowQueries.withLock { $0[entity.name] = query }
+        return query
     }
 
     func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [ObjectID] {
@@ -192,6 +236,44 @@ public final class SQLiteStore: PersistentStore {
                 return ObjectID(entity: entity, storeIdentifier: self.identifier, primaryKey: key)
             }
         }
+    }
+
+    /// The destination rows of a to-many relationship, with every column of the
+    /// destination entity, in one query (as Core Data fires a to-many fault:
+    /// `SELECT 0, t0.Z_PK, t0.Z_OPT, t0.ZNAME ... FROM ZCHILD t0 WHERE t0.ZPARENT = ?`).
+    func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
+        guard let pk = objectID.primaryKey, let query = try relatedRowsQuery(relationship, in: objectID.entity) else { return [] }
+        return try read("reading \(objectID).\(relationship.name)", in: snapshot, singleStatement: true) { db in
+            try query.rows(db, arguments: [pk])
+        }
+    }
+
+    /// The statement reading a to-many relationship's destination rows, made once
+    /// per source entity and relationship.
+    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription) throws -> RowQuery? {
+        let key = entity.name + "\u{0}" + relationship.name
+        if let known = relatedRowsQueries.withLock({ $0[key] }) { return known }
+        guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination),
+              let storage = schema.storage(for: relationship, in: entity) else { return nil }
+        var fetch = StoreFetch(entity: destination)
+        fetch.includesSubentities = true
+        let columns = try translator.selectedColumns(for: fetch, properties: nil)
+        var select = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
+        for column in columns { select += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
+        let sql: String
+        switch storage {
+        case .toMany(let table, let foreignKey, let order):
+            let orderBy = order.map { "t0." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
+            sql = select + " FROM \(SQLiteIdentifier.quoted(table)) t0 WHERE t0.\(SQLiteIdentifier.quoted(foreignKey)) = ? ORDER BY \(orderBy)t0.Z_PK"
+        case .joinTable(let join):
+            let orderBy = join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
+            sql = select + " FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) t0 ON t0.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE j.\(SQLiteIdentifier.quoted(join.sourceColumn)) = ? ORDER BY \(orderBy)t0.Z_PK"
+        default:
+            return nil
+        }
+        let query = RowQuery(sql: sql, columns: columns, store: self)
+        relatedRowsQueries.withLock { $0[key] = query }
+        return query
     }
 
     public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
@@ -268,9 +350,14 @@ public final class SQLiteStore: PersistentStore {
 
     // MARK: Access
 
-    func read<T>(_ action: String, in snapshot: SQLiteStoreSnapshot? = nil, _ body: (Database) throws -> T) throws -> T {
+    /// Runs `body` on the store's connection. `singleStatement`: `body` runs one
+    /// SELECT, atomic by itself, so it runs without the read transaction (`BEGIN`,
+    /// `PRAGMA query_only`, `COMMIT`) that costs more than a small query.
+    func read<T>(_ action: String, in snapshot: SQLiteStoreSnapshot? = nil, singleStatement: Bool = false,
+                 _ body: (Database) throws -> T) throws -> T {
         do {
             if let snapshot { return try snapshot.read(body) }
+            if singleStatement { return try queue.unsafeRead(body) }
             return try queue.read(body)
         } catch let error as CoreDataError {
             throw error
