@@ -120,18 +120,6 @@ struct CompiledModelRobustnessTests {
 
     // MARK: Hostile blobs
 
-    /// A small deterministic generator (SplitMix64), so failures can be replayed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func fixtureBlobs() throws -> [Data] {
         try CompiledModelFixtureTests.storesWithCache.prefix(12).compactMap { try CompiledModelFixtureTests.modelCache($0) }
     }
@@ -149,7 +137,7 @@ struct CompiledModelRobustnessTests {
     }
 
     @Test func mutatedBlobsNeverCrash() throws {
-        var generator = SeededGenerator(state: 0x0C0D_EDA7A)
+        var generator = SeededGenerator(seed: 0x0C0D_EDA7A)
         let blobs = try CompiledModelRobustnessTests.fixtureBlobs()
         #expect(!blobs.isEmpty)
         var outcomes = (loaded: 0, failed: 0)
@@ -180,7 +168,7 @@ struct CompiledModelRobustnessTests {
     }
 
     @Test func mutatedArchivesNeverCrash() throws {
-        var generator = SeededGenerator(state: 0xA4C1_11FE)
+        var generator = SeededGenerator(seed: 0xA4C1_11FE)
         let archives = try CompiledModelRobustnessTests.fixtureBlobs().map { try Inflate.decompress($0) }
         var outcomes = (loaded: 0, failed: 0)
         for round in 0..<1500 {
@@ -209,7 +197,7 @@ struct CompiledModelRobustnessTests {
     }
 
     @Test func randomBytesGiveErrors() {
-        var generator = SeededGenerator(state: 42)
+        var generator = SeededGenerator(seed: 42)
         for _ in 0..<500 {
             let count = Int.random(in: 0..<600, using: &generator)
             var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }

@@ -9,7 +9,7 @@ import Testing
 @Suite("CoreUndoManager: randomized edits")
 struct CoreUndoManagerRandomizedTests {
     /// Applies one random edit to the document.
-    private func randomEdit(_ document: UndoArrayDocument, using rng: inout UndoSeededGenerator) {
+    private func randomEdit(_ document: UndoArrayDocument, using rng: inout SeededGenerator) {
         let count = document.items.count
         switch count == 0 ? 0 : Int.random(in: 0..<3, using: &rng) {
         case 0: document.insert(Int.random(in: 0..<1000, using: &rng), at: Int.random(in: 0...count, using: &rng))
@@ -20,7 +20,7 @@ struct CoreUndoManagerRandomizedTests {
 
     @Test(arguments: [1, 2, 3, 42, 2024, 0xC0FFEE] as [UInt64])
     func undoingEverythingRestoresTheOriginalAndRedoingRestoresTheFinalState(seed: UInt64) {
-        var rng = UndoSeededGenerator(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         let manager = CoreUndoManager()
         let original = (0..<Int.random(in: 0..<8, using: &rng)).map { _ in Int.random(in: 0..<1000, using: &rng) }
         let document = UndoArrayDocument(manager, items: original)
@@ -86,7 +86,7 @@ struct CoreUndoManagerRandomizedTests {
 
     @Test(arguments: [7, 99] as [UInt64])
     func newEditsAfterUndoDiscardTheRedoBranch(seed: UInt64) {
-        var rng = UndoSeededGenerator(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         let manager = CoreUndoManager()
         let document = UndoArrayDocument(manager, items: [1, 2, 3])
         for _ in 0..<10 {

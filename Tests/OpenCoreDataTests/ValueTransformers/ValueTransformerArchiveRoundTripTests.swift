@@ -160,7 +160,7 @@ struct ValueTransformerArchiveRoundTripTests {
     }
 
     @Test func binaryPropertyListWriterRoundTripsArbitraryValues() throws {
-        var random = VTRandom(seed: 42)
+        var random = SeededGenerator(seed: 42)
         func make(_ depth: Int) -> PropertyListValue {
             switch Int.random(in: 0..<(depth > 3 ? 8 : 11), using: &random) {
             case 0: return .bool(Bool.random(using: &random))

@@ -126,7 +126,7 @@ struct ValueTransformerHostileInputTests {
     }
 
     @Test func randomBytesAreErrors() {
-        var random = VTRandom(seed: 1)
+        var random = SeededGenerator(seed: 1)
         for round in 0..<2000 {
             let count = Int.random(in: 0..<300, using: &random)
             var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -145,7 +145,7 @@ struct ValueTransformerHostileInputTests {
 
     @Test func seededMutationsNeverCrash() throws {
         let samples = try Self.samples
-        var random = VTRandom(seed: 20_240_601)
+        var random = SeededGenerator(seed: 20_240_601)
         let interesting: [UInt8] = [0x00, 0x01, 0x0f, 0x10, 0x7f, 0x80, 0xff, 0x4f, 0x5f, 0xaf, 0xdf, 0x13, 0x23, 0x33]
         for _ in 0..<4000 {
             var bytes = [UInt8](samples[Int.random(in: 0..<samples.count, using: &random)])
@@ -169,7 +169,7 @@ struct ValueTransformerHostileInputTests {
 
     @Test func mutationsOfTheValueTreeSurviveTheFullPipeline() throws {
         // Archives of randomly built values always decode to the value.
-        var random = VTRandom(seed: 7)
+        var random = SeededGenerator(seed: 7)
         func make(_ depth: Int) -> AttributeValue {
             switch Int.random(in: 0..<(depth > 4 ? 9 : 11), using: &random) {
             case 0: return .null
