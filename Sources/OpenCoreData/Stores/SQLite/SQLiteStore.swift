@@ -166,10 +166,10 @@ public final class SQLiteStore: PersistentStore {
 
     func fetchRows(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
         let statement = try translator.selectStatement(for: fetch, properties: fetch.includesPropertyValues ? nil : [])
-        return try read("fetching \(fetch.entity.name)", in: snapshot) { db in
+        return try read("fetching \(fetch.entity.name)", in: snapshot, singleStatement: true) { db in
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
-            let prepared = try db.makeStatement(sql: statement.sql)
+            let prepared = try db.cachedStatement(sql: statement.sql)
             let rows = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
             let reader = SQLiteRowReader(store: self, columns: statement.columns)
             var result: [RowSnapshot] = []
@@ -186,7 +186,7 @@ public final class SQLiteStore: PersistentStore {
 
     func count(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> Int {
         let statement = try translator.countStatement(for: fetch)
-        return try read("counting \(fetch.entity.name)", in: snapshot) { db in
+        return try read("counting \(fetch.entity.name)", in: snapshot, singleStatement: true) { db in
             try statement.prepare(db)
             return try Int.fetchOne(db, sql: statement.sql, arguments: statement.statementArguments) ?? 0
         }
