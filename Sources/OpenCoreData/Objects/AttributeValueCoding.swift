@@ -240,7 +240,13 @@ enum AttributeValueCoding {
         }
     }
 
-    struct UnkeyedEncoder: UnkeyedEncodingContainer {
+    /// The primitive `encode` methods of the unkeyed and single-value containers,
+    /// written once: each stores the value as an ``AttributeValue`` with `put`.
+    protocol PrimitivePutting {
+        func put(_ value: AttributeValue)
+    }
+
+    struct UnkeyedEncoder: UnkeyedEncodingContainer, PrimitivePutting {
         let node: Node
         var codingPath: [any CodingKey]
         let userInfo: [CodingUserInfoKey: any Sendable]
@@ -254,21 +260,6 @@ enum AttributeValueCoding {
 
         var nextKey: AnyKey { AnyKey(intValue: count) }
 
-        mutating func encodeNil() throws { put(.null) }
-        mutating func encode(_ value: Bool) throws { put(.bool(value)) }
-        mutating func encode(_ value: String) throws { put(.string(value)) }
-        mutating func encode(_ value: Double) throws { put(.double(value)) }
-        mutating func encode(_ value: Float) throws { put(.double(Double(value))) }
-        mutating func encode(_ value: Int) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int8) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int16) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int32) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int64) throws { put(.int(value)) }
-        mutating func encode(_ value: UInt) throws { put(unsigned(UInt64(value))) }
-        mutating func encode(_ value: UInt8) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: UInt16) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: UInt32) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: UInt64) throws { put(unsigned(value)) }
         mutating func encode<T: Encodable>(_ value: T) throws {
             put(try box(value, codingPath: codingPath + [nextKey], userInfo: userInfo))
         }
@@ -297,28 +288,13 @@ enum AttributeValueCoding {
         }
     }
 
-    struct SingleValueEncoder: SingleValueEncodingContainer {
+    struct SingleValueEncoder: SingleValueEncodingContainer, PrimitivePutting {
         let node: Node
         var codingPath: [any CodingKey]
         let userInfo: [CodingUserInfoKey: any Sendable]
 
         func put(_ value: AttributeValue) { node.content = .value(value) }
 
-        mutating func encodeNil() throws { put(.null) }
-        mutating func encode(_ value: Bool) throws { put(.bool(value)) }
-        mutating func encode(_ value: String) throws { put(.string(value)) }
-        mutating func encode(_ value: Double) throws { put(.double(value)) }
-        mutating func encode(_ value: Float) throws { put(.double(Double(value))) }
-        mutating func encode(_ value: Int) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int8) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int16) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int32) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: Int64) throws { put(.int(value)) }
-        mutating func encode(_ value: UInt) throws { put(unsigned(UInt64(value))) }
-        mutating func encode(_ value: UInt8) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: UInt16) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: UInt32) throws { put(.int(Int64(value))) }
-        mutating func encode(_ value: UInt64) throws { put(unsigned(value)) }
         mutating func encode<T: Encodable>(_ value: T) throws {
             put(try box(value, codingPath: codingPath, userInfo: userInfo))
         }
@@ -609,4 +585,22 @@ enum AttributeValueCoding {
         func decode(_ type: UInt32.Type) throws -> UInt32 { try unbox(value, as: type, context: context) }
         func decode(_ type: UInt64.Type) throws -> UInt64 { try unbox(value, as: type, context: context) }
     }
+}
+
+extension AttributeValueCoding.PrimitivePutting {
+    mutating func encodeNil() throws { put(.null) }
+    mutating func encode(_ value: Bool) throws { put(.bool(value)) }
+    mutating func encode(_ value: String) throws { put(.string(value)) }
+    mutating func encode(_ value: Double) throws { put(.double(value)) }
+    mutating func encode(_ value: Float) throws { put(.double(Double(value))) }
+    mutating func encode(_ value: Int) throws { put(.int(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { put(.int(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { put(.int(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { put(.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { put(.int(value)) }
+    mutating func encode(_ value: UInt) throws { put(AttributeValueCoding.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt8) throws { put(.int(Int64(value))) }
+    mutating func encode(_ value: UInt16) throws { put(.int(Int64(value))) }
+    mutating func encode(_ value: UInt32) throws { put(.int(Int64(value))) }
+    mutating func encode(_ value: UInt64) throws { put(AttributeValueCoding.unsigned(value)) }
 }
