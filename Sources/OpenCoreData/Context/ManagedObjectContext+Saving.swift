@@ -35,50 +35,73 @@ extension ManagedObjectContext {
         }
         NotificationCenter.default.post(name: ManagedObjectContext.willSaveNotification, object: self)
 
-        var changed = Array(strong.values.filter { $0.hasChanges })
+        var changed = strong.values.filter { $0.hasChanges }
         for object in changed { object.willSave() }
         processPendingChanges()
-        changed = Array(strong.values.filter { $0.hasChanges })
+        changed = strong.values.filter { $0.hasChanges }
 
-        let inserted = changed.filter { $0.insertedFlag && !$0.deletedFlag }
-        let deleted = changed.filter { $0.deletedFlag && !$0.insertedFlag }
-        let updated = changed.filter { $0.isUpdated }
-        let forgotten = changed.filter { $0.insertedFlag && $0.deletedFlag }
+        // One pass sorts the changed objects (every one of them has changes).
+        var inserted: [ManagedObject] = [], deleted: [ManagedObject] = [], updated: [ManagedObject] = []
+        var forgotten: [ManagedObject] = []
+        var hasRelationships = false
+        for object in changed {
+            if object.insertedFlag {
+                if object.deletedFlag { forgotten.append(object) } else { inserted.append(object) }
+            } else if object.deletedFlag {
+                deleted.append(object)
+            } else {
+                updated.append(object)
+            }
+            if !hasRelationships && !object.entity.relationshipsByName.isEmpty { hasRelationships = true }
+        }
 
         try validate(inserted: inserted, updated: updated, deleted: deleted)
 
-        // Permanent IDs for new objects, per entity.
+        // Permanent IDs for new objects, per entity, aligned with `inserted`.
         // (A child context keeps temporary IDs: its parent gets them.)
+        var newIDs = [ObjectID?](repeating: nil, count: inserted.count)
+        if parent == nil {
+            let groups = Dictionary(grouping: inserted.indices.filter { inserted[$0].objectID.isTemporaryID },
+                                    by: { ObjectIdentifier(inserted[$0].entity) })
+            for group in groups.values {
+                guard let first = group.first else { continue }
+                let ids = try coordinator.newObjectIDs(for: inserted[first].entity, count: group.count)
+                for (index, id) in zip(group, ids) { newIDs[index] = id }
+            }
+        }
+        // Relationship values name objects by ID: new objects' temporary IDs become
+        // permanent, forgotten objects drop out. Without relationships in the save,
+        // values are stored as they are.
         var mapping: [ObjectID: ObjectID] = [:]
-        let groups = parent != nil ? [:] : Dictionary(grouping: inserted.filter { $0.objectID.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
-        for group in groups.values {
-            guard let first = group.first else { continue }
-            let ids = try coordinator.newObjectIDs(for: first.entity, count: group.count)
-            for (object, id) in zip(group, ids) { mapping[object.objectID] = id }
+        if hasRelationships || hasChildren.load(ordering: .relaxed) {
+            mapping.reserveCapacity(inserted.count)
+            for (object, id) in zip(inserted, newIDs) { if let id { mapping[object.objectID] = id } }
         }
         let forgottenIDs = Set(forgotten.map(\.objectID))
-        func remap(_ value: SnapshotValue) -> SnapshotValue {
-            switch value {
-            case .toOne(let id?): return .toOne(mapping[id] ?? id)
-            case .toMany(let ids?): return .toMany(ids.map { mapping[$0] ?? $0 }.filter { !forgottenIDs.contains($0) })
-            default: return value
+        func remapped(_ values: [SnapshotValue]) -> [SnapshotValue] {
+            guard hasRelationships else { return values }
+            return values.map { value in
+                switch value {
+                case .toOne(let id?): return .toOne(mapping[id] ?? id)
+                case .toMany(let ids?): return .toMany(ids.map { mapping[$0] ?? $0 }.filter { !forgottenIDs.contains($0) })
+                default: return value
+                }
             }
         }
 
         var changes = SaveChanges()
         changes.transactionAuthor = transactionAuthor
         changes.contextName = name
-        for object in inserted {
-            let values = (object.storage ?? []).map(remap)
-            changes.inserted.append(RowSnapshot(objectID: mapping[object.objectID] ?? object.objectID, version: 1,
-                                                values: stored(values, of: object.entity)))
+        changes.inserted.reserveCapacity(inserted.count)
+        for (object, newID) in zip(inserted, newIDs) {
+            changes.inserted.append(RowSnapshot(objectID: newID ?? object.objectID, version: 1,
+                                                values: stored(remapped(object.storage ?? []), of: object.entity)))
         }
         for object in updated {
-            let values = (object.storage ?? []).map(remap)
             let changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
             guard !changedIndexes.isEmpty else { continue }
             changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committed?.version ?? 0,
-                                               values: stored(values, of: object.entity)))
+                                               values: stored(remapped(object.storage ?? []), of: object.entity)))
             changes.changedProperties[object.objectID] = changedIndexes
         }
         for object in deleted {
@@ -95,42 +118,43 @@ extension ManagedObjectContext {
 
         // The store has the changes: bring the context in step.
         for object in forgotten { unregister(object); object.insertedFlag = false }
-        for object in changed where !forgotten.contains(where: { $0 === object }) {
-            if let storage = object.storage { object.storage = storage.map(remap) }
+        if hasRelationships {
+            for object in inserted + deleted + updated {
+                if let storage = object.storage { object.storage = remapped(storage) }
+            }
         }
-        for object in inserted {
+        let version: Int64 = parent == nil ? 1 : 0
+        for (object, newID) in zip(inserted, newIDs) {
             let oldID = object.objectID
-            if let newID = mapping[oldID] {
-                registry[oldID] = nil
+            insertedObjectsByID[oldID] = nil
+            if let newID {
+                let entry = registry.removeValue(forKey: oldID)
                 strong[oldID] = nil
-                insertedObjectsByID[oldID] = nil
                 object.objectID = newID
-                registry[newID] = WeakObject(object)
+                registry[newID] = entry ?? WeakObject(object)
             }
             object.insertedFlag = false
-            insertedObjectsByID[object.objectID] = nil
-            let row = RowSnapshot(objectID: object.objectID, version: parent == nil ? 1 : 0, values: object.storage ?? [])
+            let row = RowSnapshot(objectID: object.objectID, version: version, values: object.storage ?? [])
             object.committed = row
             if parent == nil {
                 coordinator.retainRow(row)
                 object.rowCacheOwner = coordinator
             }
+            if retainsRegisteredObjects { strong[object.objectID] = object } else if newID == nil { strong[oldID] = nil }
         }
         for object in updated {
-            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + (parent == nil ? 1 : 0),
+            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + version,
                                            values: object.storage ?? [])
+            if !retainsRegisteredObjects { strong[object.objectID] = nil }
         }
         for object in deleted {
             unregister(object)
             object.deletedFlag = false
         }
         for object in changed { object.eventStart = nil }
-        if !retainsRegisteredObjects {
-            for object in inserted + updated { strong[object.objectID] = nil }
-        } else {
-            for object in inserted { strong[object.objectID] = object }
-        }
-        for object in inserted + updated + deleted { object.didSave() }
+        for object in inserted { object.didSave() }
+        for object in updated { object.didSave() }
+        for object in deleted { object.didSave() }
 
         let summary = ContextSaveSummary(
             insertedObjectIDs: Set(inserted.map(\.objectID)),
@@ -222,6 +246,7 @@ extension ManagedObjectContext {
         let invalidated = Set(registry.values.compactMap(\.object))
         for object in invalidated {
             object.managedObjectContext = nil
+            object.eventStart = nil
             object.insertedFlag = false
             object.deletedFlag = false
         }

@@ -30,7 +30,11 @@ import Synchronization
 /// queue (``perform(_:)``, ``performAndWait(_:)``, or the main queue for a
 /// main-queue context). The concurrency debug mode checks that at every entry
 /// point.
-public final class ManagedObjectContext: @unchecked Sendable {
+public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
+    /// What the context's objects point at (see ``WeakAnchor``): cleared when the
+    /// context goes, so `managedObjectContext` turns nil.
+    let weakAnchor = WeakAnchor<ManagedObjectContext>()
+
     /// How a context is confined.
     public enum ConcurrencyType: Sendable {
         /// The main queue.
@@ -156,9 +160,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
         self.contextQueue = ContextQueue(main: concurrencyType == .mainQueue, label: "OpenCoreData.ManagedObjectContext")
+        weakAnchor.target = self
     }
 
     deinit {
+        weakAnchor.target = nil
         for continuation in saveObservers.values { continuation.finish() }
         for continuation in changeObservers.values { continuation.finish() }
     }
@@ -306,7 +312,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         strong[object.objectID] = object
         insertedObjectsByID[object.objectID] = object
         eventInserted[object.objectID] = object
-        registerUndo { context in context.uninsert(object) }
+        if isRegisteringUndo { registerUndo { context in context.uninsert(object) } }
         object.awakeFromInsert()
     }
 
@@ -357,7 +363,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         deletedObjectsByID[object.objectID] = object
         eventDeleted[object.objectID] = object
         pendingDeletes.append(object)
-        registerUndo { context in context.undelete(object) }
+        if isRegisteringUndo { registerUndo { context in context.undelete(object) } }
     }
 
     func undelete(_ object: ManagedObject) {
@@ -366,6 +372,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
         deletedObjectsByID[object.objectID] = nil
         // Deleted in an earlier event: observers saw it leave, now it is back.
         if eventDeleted.removeValue(forKey: object.objectID) == nil { eventInserted[object.objectID] = object }
+        // Changed while deleted in this event: not recorded as updated then.
+        if object.eventStart != nil { eventUpdated[object.objectID] = object }
         pendingDeletes.removeAll { $0 === object }
         if !object.hasChanges && !retainsRegisteredObjects { strong[object.objectID] = nil }
         registerUndo { context in context.delete(object) }
@@ -385,20 +393,28 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
     /// Whether the context has unsaved changes.
     public var hasChanges: Bool {
-        !insertedObjects.isEmpty || !deletedObjects.isEmpty || strong.values.contains { $0.isUpdated }
+        insertedObjectsByID.values.contains { !$0.deletedFlag } || deletedObjectsByID.values.contains { !$0.insertedFlag }
+            || strong.values.contains { $0.isUpdated }
     }
 
     /// Called before a property of `object` changes: tracks it as updated.
     func willChange(_ object: ManagedObject) {
-        if object.eventStart == nil { object.eventStart = object.storage }
+        // The event's first change to the object records it in the event; the
+        // event's end clears `eventStart` of every object it recorded.
+        let firstInEvent = object.eventStart == nil
+        if firstInEvent { object.eventStart = object.storage }
         // Inserted and deleted objects are held in `strong` from `insert` / `delete`
         // until they are saved, rolled back or reset (which clear the flags): no
         // dictionary write for each of their changes.
         if !object.insertedFlag && !object.deletedFlag { strong[object.objectID] = object }
-        if !object.deletedFlag { eventUpdated[object.objectID] = object }
+        if firstInEvent && !object.deletedFlag { eventUpdated[object.objectID] = object }
     }
 
     // MARK: Undo
+
+    /// Whether changes are being recorded for undo now. Call sites check it before
+    /// forming their undo closure, which allocates.
+    var isRegisteringUndo: Bool { undoManager?.isUndoRegistrationEnabled == true }
 
     func registerUndo(_ action: @escaping (ManagedObjectContext) -> Void) {
         guard let undoManager, undoManager.isUndoRegistrationEnabled else { return }

@@ -22,7 +22,10 @@ import Synchronization
 ///
 /// See ``PropertyDescription`` for when a model may be changed and why descriptions
 /// are `Sendable`.
-public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
+public final class EntityDescription: @unchecked Sendable, CustomStringConvertible, WeakAnchored {
+    /// What back references to this entity point at (see ``WeakAnchor``).
+    let weakAnchor = WeakAnchor<EntityDescription>()
+
     /// The entity's name, unique in its model.
     public var name: String { willSet { checkEditable("name") } }
     /// The name of the class that represents the entity's objects (Xcode's "Class";
@@ -46,7 +49,11 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
 
     /// The superentity, if any (set by adding this entity to another's ``subentities``).
-    public internal(set) weak var superentity: EntityDescription?
+    public internal(set) var superentity: EntityDescription? {
+        get { superentityReference.target }
+        set { superentityReference.target = newValue }
+    }
+    private var superentityReference = WeakAnchoredReference<EntityDescription>()
 
     /// The entity's direct subentities. Setting them makes this entity their superentity.
     public var subentities: [EntityDescription] = [] {
@@ -67,7 +74,11 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
 
     /// The model that contains the entity.
-    public internal(set) weak var managedObjectModel: ManagedObjectModel?
+    public internal(set) var managedObjectModel: ManagedObjectModel? {
+        get { modelReference.target }
+        set { modelReference.target = newValue }
+    }
+    private var modelReference = WeakAnchoredReference<ManagedObjectModel>()
 
     /// Whether the model this entity belongs to is frozen.
     var isFrozen = false { didSet { for property in properties { property.isFrozen = isFrozen } } }
@@ -77,6 +88,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     public init(name: String, managedObjectClassName: String = "ManagedObject") {
         self.name = name
         self.managedObjectClassName = managedObjectClassName
+        weakAnchor.target = self
     }
 
     func checkEditable(_ what: String) {

@@ -30,7 +30,10 @@ import Foundation
 /// A model is editable until a persistent store coordinator uses it; from then on
 /// it is immutable (``isEditable`` is false) and may be shared freely between
 /// threads. See ``PropertyDescription`` for the thread-safety contract.
-public final class ManagedObjectModel: @unchecked Sendable, CustomStringConvertible {
+public final class ManagedObjectModel: @unchecked Sendable, CustomStringConvertible, WeakAnchored {
+    /// What back references to this model point at (see ``WeakAnchor``).
+    let weakAnchor = WeakAnchor<ManagedObjectModel>()
+
     /// Every entity of the model, subentities included, in model order. Setting them
     /// makes this model their owner.
     public var entities: [EntityDescription] = [] {
@@ -55,7 +58,9 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     private var frozenEntitiesByName: [String: EntityDescription]?
 
     /// An empty model.
-    public init() {}
+    public init() {
+        weakAnchor.target = self
+    }
 
     public var description: String { "ManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
 

@@ -49,7 +49,11 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     public var validationRules: [ValidationRule] = [] { willSet { checkEditable("validationRules") } }
 
     /// The entity that owns this property (set when the property is added to one).
-    public internal(set) weak var entity: EntityDescription?
+    public internal(set) var entity: EntityDescription? {
+        get { entityReference.target }
+        set { entityReference.target = newValue }
+    }
+    private var entityReference = WeakAnchoredReference<EntityDescription>()
 
     /// Whether the model this property belongs to is frozen.
     var isFrozen = false

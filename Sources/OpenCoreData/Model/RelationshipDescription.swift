@@ -28,7 +28,11 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     /// Whether a to-many relationship keeps its objects in order (an ordered set).
     public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
 
-    private weak var destinationCache: EntityDescription?
+    private var destinationCache: EntityDescription? {
+        get { destinationReference.target }
+        set { destinationReference.target = newValue }
+    }
+    private var destinationReference = WeakAnchoredReference<EntityDescription>()
 
     /// Creates a relationship to the entity named `destination`.
     public init(name: String, destination: String?, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false) {

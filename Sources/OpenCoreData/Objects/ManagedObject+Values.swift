@@ -217,7 +217,9 @@ extension ManagedObject {
         guard let old = storage?[index], old != value else { return }
         if let context = managedObjectContext {
             context.willChange(self)
-            context.registerUndo { [weak self] _ in self?.setSlot(index, old) }
+            // Strong: a weak capture would give every changed object a side table.
+            // (Checked first: forming the closure costs even when it is not kept.)
+            if context.isRegisteringUndo { context.registerUndo { _ in self.setSlot(index, old) } }
         }
         storage?[index] = value
     }

@@ -28,7 +28,15 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The object's ID: temporary until saved, then permanent.
     public internal(set) var objectID: ObjectID
     /// The context the object is registered with, if any.
-    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+    ///
+    /// Core Data declares it `unowned(unsafe)`: the object does not keep its
+    /// context alive. Here it turns nil when the context goes (see ``WeakAnchor``:
+    /// a `weak` reference would slow every retain of the context).
+    public internal(set) var managedObjectContext: ManagedObjectContext? {
+        get { contextAnchor?.target }
+        set { contextAnchor = newValue?.weakAnchor }
+    }
+    private var contextAnchor: WeakAnchor<ManagedObjectContext>?
 
     /// The values, indexed like `entity.allProperties`; nil while a fault.
     var storage: [SnapshotValue]?
