@@ -117,10 +117,10 @@ extension ManagedObjectContext {
                 }
                 if object.insertedFlag {
                     // A new object that is deleted is simply forgotten at the save.
-                    insertedObjectsByID[object.objectID] = nil
+                    insertedObjectsByID[ObjectIdentifier(object)] = nil
                     // Inserted in this event too: nobody saw it. Inserted earlier:
                     // observers are told it is gone.
-                    if eventInserted.removeValue(forKey: object.objectID) != nil { eventDeleted[object.objectID] = nil }
+                    if eventInserted.removeValue(forKey: ObjectIdentifier(object)) != nil { eventDeleted[ObjectIdentifier(object)] = nil }
                 }
             }
         }
