@@ -148,6 +148,7 @@ extension ManagedObjectContext {
             ManagedObjectContext.NotificationKey.deletedObjects: deleted,
             ManagedObjectContext.NotificationKey.refreshedObjects: refreshed,
         ])
+        guard !changeObservers.isEmpty else { return }
         let summary = ContextChangeSummary(insertedObjectIDs: Set(inserted.map(\.objectID)),
                                            updatedObjectIDs: Set(updated.map(\.objectID)),
                                            deletedObjectIDs: Set(deleted.map(\.objectID)),
