@@ -276,10 +276,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         var committed = row
         committed.values = values
         object.committed = committed
-        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator, sharesRowCache {
-            coordinator.retainRow(row)
-            object.rowCacheOwner = coordinator
-        }
+        // The object now holds its row (`committed`): the coordinator's row cache is
+        // for faults, which have nothing else to fire from.
     }
 
     /// Fires `object`'s fault, if it is one. A fault whose row is gone is loaded with
