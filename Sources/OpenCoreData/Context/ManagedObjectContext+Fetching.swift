@@ -109,7 +109,9 @@ extension ManagedObjectContext {
         let rows = try sourceRows(fetch)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
-        registry.reserveCapacity(registry.count + rows.count)
+        if registry.capacity - registry.count < rows.count {
+            registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
+        }
         if fetch.includesPropertyValues && request.returnsObjectsAsFaults && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
         for row in rows {
             let object: ManagedObject

@@ -147,7 +147,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     var eventRefreshed: [ObjectIdentifier: ManagedObject] = [:]
     var isProcessingChanges = false
     var isUndoingOrRedoing = false
-    var registrationsSinceSweep = 0
+    /// The registry's size after its last sweep of dead entries (see `register`).
+    var registryCountAfterSweep = 0
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
     /// Called synchronously at the end of each event, save, reset and rollback
@@ -222,10 +223,17 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         registry[object.objectID] = WeakObject(object)
         object.managedObjectContext = self
         if retainsRegisteredObjects { strong[ObjectIdentifier(object)] = object }
-        registrationsSinceSweep += 1
-        if registrationsSinceSweep > 4096 && registrationsSinceSweep > registry.count {
-            registry = registry.filter { $0.value.object != nil }
-            registrationsSinceSweep = 0
+        // Entries of objects that went are swept out when the registry has doubled
+        // since the last sweep: each sweep is paid for by as many registrations, and
+        // a context that fetches and drops objects keeps a small registry.
+        if registry.count > Swift.max(4096, 2 * registryCountAfterSweep) {
+            let dead = registry.compactMap { $0.value.isAlive ? nil : $0.key }
+            if dead.count > registry.count / 4 {
+                registry = registry.filter { $0.value.isAlive }
+            } else {
+                for key in dead { registry[key] = nil }
+            }
+            registryCountAfterSweep = registry.count
         }
     }
 

@@ -173,7 +173,11 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Makes room in the row cache for `count` more rows (before a fetch registers them).
     func reserveRowCacheCapacity(_ count: Int) {
-        state.withLock { $0.rowCache.reserveCapacity($0.rowCache.count + count) }
+        state.withLock { state in
+            // Grown geometrically (see `fetchObjects`), never rehashed to an exact fit.
+            guard state.rowCache.capacity - state.rowCache.count < count else { return }
+            state.rowCache.reserveCapacity(Swift.max(state.rowCache.count + count, state.rowCache.capacity * 2))
+        }
     }
 
     /// Releases a row retained with ``retainRow(_:)``.
