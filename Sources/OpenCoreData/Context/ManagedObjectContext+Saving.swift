@@ -146,6 +146,8 @@ extension ManagedObjectContext {
         for object in deleted {
             unregister(object)
             object.deletedFlag = false
+            // The coordinator dropped the row from its cache with the save.
+            if parent == nil { object.rowCacheOwner = nil }
         }
         for object in changed { object.eventStart = nil }
         for object in inserted { object.didSave() }

@@ -239,9 +239,11 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     func unregister(_ object: ManagedObject) {
         registry[object.objectID] = nil
-        strong[ObjectIdentifier(object)] = nil
-        insertedObjectsByID[ObjectIdentifier(object)] = nil
-        deletedObjectsByID[ObjectIdentifier(object)] = nil
+        let key = ObjectIdentifier(object)
+        strong[key] = nil
+        // The change sets hold exactly the objects with the flag set.
+        if object.insertedFlag { insertedObjectsByID[key] = nil }
+        if object.deletedFlag { deletedObjectsByID[key] = nil }
         if object.managedObjectContext === self { object.managedObjectContext = nil }
     }
 
