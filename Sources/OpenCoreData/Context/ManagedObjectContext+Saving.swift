@@ -271,6 +271,8 @@ extension ManagedObjectContext {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
         eventRefreshed[ObjectIdentifier(object)] = object
+        // A refreshed fault reads its row anew when it fires.
+        object.faultRow = nil
         if !mergeChanges || !object.hasChanges {
             guard !object.isFault else { return }
             object.willTurnIntoFault()

@@ -149,6 +149,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     var isUndoingOrRedoing = false
     /// The registry's size after its last sweep of dead entries (see `register`).
     var registryCountAfterSweep = 0
+    /// The coordinator's row generation when the last fetch began (see `makeFault`).
+    var rowGenerationAtFetch = -1
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
     /// Called synchronously at the end of each event, save, reset and rollback
@@ -247,7 +249,11 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         if object.managedObjectContext === self { object.managedObjectContext = nil }
     }
 
-    /// Creates (and registers) a fault for `id`, remembering `row` in the row cache.
+    /// Creates (and registers) a fault for `id`. A fault made from a fetched `row`
+    /// keeps it and fires from it — no query, no shared cache — as long as no save
+    /// through the coordinator has changed rows since the fetch began
+    /// (`PersistentStoreCoordinator.rowGeneration`); after one, it fires from the
+    /// coordinator's row cache or the store, and sees the save.
     @discardableResult
     func makeFault(_ id: ObjectID, row: RowSnapshot?) -> ManagedObject {
         let type = ManagedObjectClasses.type(for: id.entity)
@@ -255,9 +261,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         object.objectID = id
         object.storage = nil
         register(object)
-        if let row, let coordinator = persistentStoreCoordinator, sharesRowCache {
-            coordinator.retainRow(row)
-            object.rowCacheOwner = coordinator
+        if let row, persistentStoreCoordinator != nil, sharesRowCache {
+            object.faultRow = row
+            object.faultRowGeneration = rowGenerationAtFetch
         }
         return object
     }
@@ -265,8 +271,16 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Loads a fault's values from the row cache or the store.
     func fulfill(_ object: ManagedObject) throws {
         guard object.storage == nil else { return }
-        guard persistentStoreCoordinator != nil else {
+        guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
+        }
+        if let row = object.faultRow {
+            object.faultRow = nil
+            if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
+                load(row, into: object)
+                object.awakeFromFetch()
+                return
+            }
         }
         guard let row = try sourceRow(for: object.objectID) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "CoreData could not fulfill a fault for \(object.objectID): the object no longer exists in the store",

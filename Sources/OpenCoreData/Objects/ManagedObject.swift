@@ -48,6 +48,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     var deletedFlag = false
     /// Set when the object's row is retained in the coordinator's row cache.
     var rowCacheOwner: PersistentStoreCoordinator?
+    /// A fault's row as fetched, and the coordinator's row generation when the
+    /// fetch began (see `ManagedObjectContext.makeFault`).
+    var faultRow: RowSnapshot?
+    var faultRowGeneration = -1
     /// The object's latest context registry entry (earlier ones chained from it),
     /// marked dead when the object goes.
     var registryEntry: ManagedObjectContext.WeakObject?
