@@ -35,6 +35,8 @@ extension ManagedObjectContext {
         case .count, .dictionary:
             return []
         case .managedObject:
+            // Plain managed objects, the common untyped request: no per-object cast.
+            if Result.self == ManagedObject.self { return unsafeBitCast(objects, to: [Result].self) }
             return try objects.map { object in
                 guard let result = object as? Result else {
                     throw CoreDataError(.coreData, "The fetch of '\(object.entity.name)' returned \(type(of: object)) objects, not \(Result.self): register the class with ManagedObjectClasses.register or set the entity's class name",
