@@ -297,9 +297,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
             if case .toMany = values[index] { values[index] = .toMany(nil) }
         }
         object.storage = values
-        var committed = row
-        committed.values = values
-        object.committed = committed
+        object.committedRowValues = values
+        object.committedVersion = row.version
         // The object now holds its row (`committed`): the coordinator's row cache is
         // for faults, which have nothing else to fire from.
     }

@@ -174,13 +174,22 @@ extension SQLiteStore {
 
     /// How the rows of one entity are inserted during one save: the statement
     /// (built and prepared once), the entity number, and where each property goes.
-    private struct InsertPlan {
+    private final class InsertPlan {
         let statement: Statement
         let entityNumber: Int
         let columns: [String]
         let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
         /// Whether the entity has to-many relationships (written after the rows).
         let hasToMany: Bool
+
+        init(statement: Statement, entityNumber: Int, columns: [String],
+             storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)], hasToMany: Bool) {
+            self.statement = statement
+            self.entityNumber = entityNumber
+            self.columns = columns
+            self.storages = storages
+            self.hasToMany = hasToMany
+        }
     }
 
     private func insertPlan(for id: ObjectID, _ db: Database) throws -> InsertPlan {
