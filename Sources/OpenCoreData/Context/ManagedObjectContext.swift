@@ -293,8 +293,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Gives a fault the values of `row`; to-many relationships stay faults.
     func load(_ row: RowSnapshot, into object: ManagedObject) {
         var values = row.values
+        // (Written only when needed: a write copies the row's array.)
         for index in values.indices {
-            if case .toMany = values[index] { values[index] = .toMany(nil) }
+            if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
         }
         object.storage = values
         object.committedRowValues = values
@@ -328,6 +329,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         }
         guard object.managedObjectContext == nil else { return }
         if object.storage == nil { object.storage = ManagedObjectContext.initialValues(for: object.entity) }
+        // The event's starting values: a new object's changes in the event of its
+        // insertion are part of the insertion (and need no recording as updates).
+        object.eventStart = object.storage
         object.insertedFlag = true
         register(object)
         strong[ObjectIdentifier(object)] = object
