@@ -274,10 +274,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
-        if let row = object.faultRow {
-            object.faultRow = nil
+        if let values = object.faultRowValues {
+            object.faultRowValues = nil
             if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
-                load(row, into: object)
+                load(values, version: object.faultRowVersion, into: object)
                 object.awakeFromFetch()
                 return
             }
@@ -292,14 +292,19 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// Gives a fault the values of `row`; to-many relationships stay faults.
     func load(_ row: RowSnapshot, into object: ManagedObject) {
-        var values = row.values
+        load(row.values, version: row.version, into: object)
+    }
+
+    /// Gives a fault the values and version of its row.
+    func load(_ rowValues: [SnapshotValue], version: Int64, into object: ManagedObject) {
+        var values = rowValues
         // (Written only when needed: a write copies the row's array.)
         for index in values.indices {
             if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
         }
         object.storage = values
         object.committedRowValues = values
-        object.committedVersion = row.version
+        object.committedVersion = version
         // The object now holds its row (`committed`): the coordinator's row cache is
         // for faults, which have nothing else to fire from.
     }
