@@ -149,6 +149,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     var isUndoingOrRedoing = false
     /// The registry's size after its last sweep of dead entries (see `register`).
     var registryCountAfterSweep = 0
+    /// The objects whose `eventStart` the current event set: the event's end clears
+    /// them (not every object the context holds).
+    var eventStarted: [ManagedObject] = []
     /// The coordinator's row generation when the last fetch began (see `makeFault`).
     var rowGenerationAtFetch = -1
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
@@ -337,6 +340,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // The event's starting values: a new object's changes in the event of its
         // insertion are part of the insertion (and need no recording as updates).
         object.eventStart = object.storage
+        eventStarted.append(object)
         object.insertedFlag = true
         register(object)
         strong[ObjectIdentifier(object)] = object
@@ -432,7 +436,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // The event's first change to the object records it in the event; the
         // event's end clears `eventStart` of every object it recorded.
         let firstInEvent = object.eventStart == nil
-        if firstInEvent { object.eventStart = object.storage }
+        if firstInEvent {
+            object.eventStart = object.storage
+            eventStarted.append(object)
+        }
         // Inserted and deleted objects are held in `strong` from `insert` / `delete`
         // until they are saved, rolled back or reset (which clear the flags): no
         // dictionary write for each of their changes.
