@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataPredicates
 import Synchronization
 
@@ -60,14 +61,25 @@ public final class SQLiteStore: PersistentStore {
 
         /// The snapshots of the rows of `sql` with `arguments`, read with the cached statement.
         func rows(_ db: Database, arguments: StatementArguments) throws -> [RowSnapshot] {
+            var result: [RowSnapshot] = []
+            try rows(db, arguments: arguments) { snapshot, _ in result.append(snapshot) }
+            return result
+        }
+
+        /// Hands each row's snapshot to `body`, with the integer of the column after
+        /// the snapshot's columns (the key of the row a related row belongs to, in a
+        /// query that selects it; 0 otherwise).
+        func rows(_ db: Database, arguments: StatementArguments, _ body: (RowSnapshot, Int64) -> Void) throws {
             let statement = try db.cachedStatement(sql: sql)
             let cursor = try Row.fetchCursor(statement, arguments: arguments)
-            return try lock.withLock { _ in
-                var result: [RowSnapshot] = []
+            let sqliteStatement = statement.sqliteStatement
+            let keyColumn = CInt(3 + columns.count)
+            let hasKey = sqlite3_column_count(sqliteStatement) > keyColumn
+            try lock.withLock { _ in
                 while try cursor.next() != nil {
-                    if let snapshot = try reader.snapshot(statement.sqliteStatement) { result.append(snapshot) }
+                    guard let snapshot = try reader.snapshot(sqliteStatement) else { continue }
+                    body(snapshot, hasKey ? sqlite3_column_int64(sqliteStatement, keyColumn) : 0)
                 }
-                return result
             }
         }
     }
@@ -252,20 +264,78 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    /// The destination rows of a to-many relationship, with every column of the
-    /// destination entity, in one query (as Core Data fires a to-many fault:
-    /// `SELECT 0, t0.Z_PK, t0.Z_OPT, t0.ZNAME ... FROM ZCHILD t0 WHERE t0.ZPARENT = ?`).
-    func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
-        guard let pk = objectID.primaryKey, let query = try relatedRowsQuery(relationship, in: objectID.entity) else { return [] }
-        return try read("reading \(objectID).\(relationship.name)", in: snapshot, singleStatement: true) { db in
-            try query.rows(db, arguments: [pk])
+    /// The destination rows of a to-many relationship for each of `objectIDs`, with
+    /// every column of the destination entity, as Core Data fires a to-many fault
+    /// (`SELECT 0, t0.Z_PK, t0.Z_OPT, t0.ZNAME ... FROM ZCHILD t0 WHERE t0.ZPARENT = ?`)
+    /// and prefetches one for many objects (`... WHERE t0.ZPARENT IN (...)`).
+    ///
+    /// The keys go by chunks of up to ``relatedKeysPerQuery``, each chunk padded to
+    /// a few fixed sizes (repeating its last key), so that a handful of cached
+    /// statements serve any number of sources. Each row comes with its source's key,
+    /// which puts it with its source.
+    func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [[RowSnapshot]] {
+        var result = Array(repeating: [RowSnapshot](), count: objectIDs.count)
+        if objectIDs.count == 1 {
+            // Firing one fault: no grouping.
+            guard let pk = objectIDs[0].primaryKey, let query = try relatedRowsQuery(relationship, in: objectIDs[0].entity, keys: 1) else { return result }
+            result[0] = try read("reading \(objectIDs[0]).\(relationship.name)", in: snapshot, singleStatement: true) { db in
+                try query.rows(db, arguments: [pk])
+            }
+            return result
         }
+        // The sources by entity (the query names the source entity's storage), each
+        // key once, with the positions it has in `objectIDs`.
+        var groups: [(entity: EntityDescription, keys: [Int64], positions: [Int64: [Int]])] = []
+        for (position, id) in objectIDs.enumerated() {
+            guard let pk = id.primaryKey else { continue }
+            var group = groups.firstIndex { $0.entity === id.entity }
+            if group == nil {
+                groups.append((id.entity, [], [:]))
+                group = groups.count - 1
+            }
+            guard let group else { continue }
+            if groups[group].positions[pk] == nil {
+                groups[group].keys.append(pk)
+                groups[group].positions[pk] = [position]
+            } else {
+                groups[group].positions[pk]?.append(position)
+            }
+        }
+        var chunks: [(query: RowQuery, arguments: [Int64], positions: [Int64: [Int]])] = []
+        for group in groups {
+            var start = 0
+            while start < group.keys.count {
+                let count = min(SQLiteStore.relatedKeysPerQuery, group.keys.count - start)
+                let size = SQLiteStore.relatedKeyBuckets.first { $0 >= count } ?? SQLiteStore.relatedKeysPerQuery
+                guard let query = try relatedRowsQuery(relationship, in: group.entity, keys: size) else { break }
+                var arguments = Array(group.keys[start..<(start + count)])
+                if let last = arguments.last { arguments += Array(repeating: last, count: size - count) }
+                chunks.append((query, arguments, group.positions))
+                start += count
+            }
+        }
+        guard !chunks.isEmpty else { return result }
+        try read("reading \(relationship.name) of \(objectIDs.count) objects", in: snapshot, singleStatement: chunks.count == 1) { db in
+            for chunk in chunks {
+                try chunk.query.rows(db, arguments: StatementArguments(chunk.arguments)) { row, key in
+                    guard let positions = chunk.positions[key] else { return }
+                    for position in positions { result[position].append(row) }
+                }
+            }
+        }
+        return result
     }
 
-    /// The statement reading a to-many relationship's destination rows, made once
-    /// per source entity and relationship.
-    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription) throws -> RowQuery? {
-        let key = entity.name + "\u{0}" + relationship.name
+    /// The most source keys one related-rows query binds.
+    static let relatedKeysPerQuery = 512
+    /// The numbers of keys related-rows queries are made for (a chunk is padded to the next).
+    static let relatedKeyBuckets = [1, 8, 64, relatedKeysPerQuery]
+
+    /// The statement reading a to-many relationship's destination rows for `keys`
+    /// sources, made once per source entity, relationship and number of keys. With
+    /// more than one key, the source's key follows the destination's columns.
+    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription, keys: Int) throws -> RowQuery? {
+        let key = entity.name + "\u{0}" + relationship.name + "\u{0}\(keys)"
         if let known = relatedRowsQueries.withLock({ $0[key] }) { return known }
         guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination),
               let storage = schema.storage(for: relationship, in: entity) else { return nil }
@@ -274,14 +344,19 @@ public final class SQLiteStore: PersistentStore {
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         var select = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
         for column in columns { select += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
+        let matching = keys == 1 ? " = ?" : " IN (" + Array(repeating: "?", count: keys).joined(separator: ", ") + ")"
         let sql: String
         switch storage {
         case .toMany(let table, let foreignKey, let order):
-            let orderBy = order.map { "t0." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
-            sql = select + " FROM \(SQLiteIdentifier.quoted(table)) t0 WHERE t0.\(SQLiteIdentifier.quoted(foreignKey)) = ? ORDER BY \(orderBy)t0.Z_PK"
+            let source = "t0." + SQLiteIdentifier.quoted(foreignKey)
+            let orderBy = (keys == 1 ? "" : source + ", ") + (order.map { "t0." + SQLiteIdentifier.quoted($0) + ", " } ?? "")
+            if keys > 1 { select += ", " + source }
+            sql = select + " FROM \(SQLiteIdentifier.quoted(table)) t0 WHERE \(source)\(matching) ORDER BY \(orderBy)t0.Z_PK"
         case .joinTable(let join):
-            let orderBy = join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
-            sql = select + " FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) t0 ON t0.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE j.\(SQLiteIdentifier.quoted(join.sourceColumn)) = ? ORDER BY \(orderBy)t0.Z_PK"
+            let source = "j." + SQLiteIdentifier.quoted(join.sourceColumn)
+            let orderBy = (keys == 1 ? "" : source + ", ") + (join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? "")
+            if keys > 1 { select += ", " + source }
+            sql = select + " FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) t0 ON t0.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE \(source)\(matching) ORDER BY \(orderBy)t0.Z_PK"
         default:
             return nil
         }
