@@ -125,10 +125,10 @@ extension ManagedObjectContext {
                 }
                 if object.insertedFlag {
                     // A new object that is deleted is simply forgotten at the save.
-                    insertedObjectsByID[object.objectID] = nil
+                    insertedObjectsByID[ObjectIdentifier(object)] = nil
                     // Inserted in this event too: nobody saw it. Inserted earlier:
                     // observers are told it is gone.
-                    if eventInserted.removeValue(forKey: object.objectID) != nil { eventDeleted[object.objectID] = nil }
+                    if eventInserted.removeValue(forKey: ObjectIdentifier(object)) != nil { eventDeleted[ObjectIdentifier(object)] = nil }
                 }
             }
         }
@@ -156,6 +156,7 @@ extension ManagedObjectContext {
             ManagedObjectContext.NotificationKey.deletedObjects: deleted,
             ManagedObjectContext.NotificationKey.refreshedObjects: refreshed,
         ])
+        guard !changeObservers.isEmpty else { return }
         let summary = ContextChangeSummary(insertedObjectIDs: Set(inserted.map(\.objectID)),
                                            updatedObjectIDs: Set(updated.map(\.objectID)),
                                            deletedObjectIDs: Set(deleted.map(\.objectID)),

@@ -110,7 +110,7 @@ extension ManagedObjectContext {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         registry.reserveCapacity(registry.count + rows.count)
-        if fetch.includesPropertyValues && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
+        if fetch.includesPropertyValues && request.returnsObjectsAsFaults && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
         for row in rows {
             let object: ManagedObject
             if let registered = registry[row.objectID]?.object {
@@ -124,12 +124,13 @@ extension ManagedObjectContext {
                 }
             } else if !fetch.includesPropertyValues {
                 object = makeFault(row.objectID, row: nil)
-            } else {
+            } else if request.returnsObjectsAsFaults {
+                // The row waits in the coordinator's row cache for the fault to fire.
                 object = makeFault(row.objectID, row: row)
-                if !request.returnsObjectsAsFaults {
-                    load(row, into: object)
-                    object.awakeFromFetch()
-                }
+            } else {
+                object = makeFault(row.objectID, row: nil)
+                load(row, into: object)
+                object.awakeFromFetch()
             }
             objects.append(object)
         }

@@ -47,7 +47,7 @@ extension ManagedObjectContext {
         var merged: [ManagedObject] = []
         for id in save.insertedObjectIDs where registry[id]?.object == nil {
             let object = makeFault(id, row: nil)
-            eventInserted[id] = object
+            eventInserted[ObjectIdentifier(object)] = object
             merged.append(object)
         }
         for id in save.updatedObjectIDs {
@@ -55,16 +55,17 @@ extension ManagedObjectContext {
             // they fire): observers such as a fetched results controller hold them.
             guard let object = registry[id]?.object else { continue }
             if !object.isFault { refresh(object, mergeChanges: true) }
-            eventRefreshed[id] = object
+            eventRefreshed[ObjectIdentifier(object)] = object
         }
         if !save.deletedObjectIDs.isEmpty {
             var gone: [ManagedObject] = []
             for id in save.deletedObjectIDs {
                 guard let object = registry[id]?.object else { continue }
                 gone.append(object)
-                eventDeleted[id] = object
-                eventUpdated[id] = nil
-                eventRefreshed[id] = nil
+                let key = ObjectIdentifier(object)
+                eventDeleted[key] = object
+                eventUpdated[key] = nil
+                eventRefreshed[key] = nil
                 pendingDeletes.removeAll { $0 === object }
                 unregister(object)
                 object.deletedFlag = false

@@ -102,9 +102,9 @@ extension ManagedObjectContext {
             object.storage = row.values.map(remap)
             object.insertedFlag = true
             register(object)
-            strong[object.objectID] = object
-            insertedObjectsByID[object.objectID] = object
-            eventInserted[object.objectID] = object
+            strong[ObjectIdentifier(object)] = object
+            insertedObjectsByID[ObjectIdentifier(object)] = object
+            eventInserted[ObjectIdentifier(object)] = object
             registerUndo { context in context.uninsert(object) }
         }
         for row in changes.updated {

@@ -125,27 +125,23 @@ extension ManagedObjectContext {
         }
         let version: Int64 = parent == nil ? 1 : 0
         for (object, newID) in zip(inserted, newIDs) {
-            let oldID = object.objectID
-            insertedObjectsByID[oldID] = nil
+            let key = ObjectIdentifier(object)
+            insertedObjectsByID[key] = nil
             if let newID {
-                let entry = registry.removeValue(forKey: oldID)
-                strong[oldID] = nil
+                let entry = registry.removeValue(forKey: object.objectID)
                 object.objectID = newID
                 registry[newID] = entry ?? WeakObject(object)
             }
             object.insertedFlag = false
-            let row = RowSnapshot(objectID: object.objectID, version: version, values: object.storage ?? [])
-            object.committed = row
-            if parent == nil {
-                coordinator.retainRow(row)
-                object.rowCacheOwner = coordinator
-            }
-            if retainsRegisteredObjects { strong[object.objectID] = object } else if newID == nil { strong[oldID] = nil }
+            // The object holds its committed row; the coordinator's row cache learns
+            // it only if the object turns into a fault and fires again.
+            object.committed = RowSnapshot(objectID: object.objectID, version: version, values: object.storage ?? [])
+            if !retainsRegisteredObjects { strong[key] = nil }
         }
         for object in updated {
             object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + version,
                                            values: object.storage ?? [])
-            if !retainsRegisteredObjects { strong[object.objectID] = nil }
+            if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         }
         for object in deleted {
             unregister(object)
@@ -190,12 +186,9 @@ extension ManagedObjectContext {
         for object in temporary {
             guard let newID = mapping[object.objectID] else { continue }
             let oldID = object.objectID
-            registry[oldID] = nil
-            if strong.removeValue(forKey: oldID) != nil { strong[newID] = object }
-            if insertedObjectsByID.removeValue(forKey: oldID) != nil { insertedObjectsByID[newID] = object }
-            if eventInserted.removeValue(forKey: oldID) != nil { eventInserted[newID] = object }
+            let entry = registry.removeValue(forKey: oldID)
             object.objectID = newID
-            registry[newID] = WeakObject(object)
+            registry[newID] = entry ?? WeakObject(object)
         }
         for object in registry.values.compactMap(\.object) {
             guard let storage = object.storage else { continue }
@@ -227,7 +220,7 @@ extension ManagedObjectContext {
             object.deletedFlag = false
             if let committed = object.committed { object.storage = committed.values }
             object.eventStart = nil
-            if !retainsRegisteredObjects { strong[object.objectID] = nil }
+            if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         }
         insertedObjectsByID = [:]
         deletedObjectsByID = [:]
@@ -275,7 +268,7 @@ extension ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
-        eventRefreshed[object.objectID] = object
+        eventRefreshed[ObjectIdentifier(object)] = object
         if !mergeChanges || !object.hasChanges {
             guard !object.isFault else { return }
             object.willTurnIntoFault()
@@ -283,8 +276,8 @@ extension ManagedObjectContext {
             object.committed = nil
             object.eventStart = nil
             object.deletedFlag = false
-            deletedObjectsByID[object.objectID] = nil
-            if !retainsRegisteredObjects { strong[object.objectID] = nil }
+            deletedObjectsByID[ObjectIdentifier(object)] = nil
+            if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
             object.didTurnIntoFault()
             return
         }

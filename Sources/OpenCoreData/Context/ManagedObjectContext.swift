@@ -100,7 +100,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
-                for (id, box) in registry { if let object = box.object { strong[id] = object } }
+                for box in registry.values { if let object = box.object { strong[ObjectIdentifier(object)] = object } }
             } else {
                 strong = strong.filter { $0.value.hasChanges }
             }
@@ -135,16 +135,16 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Every registered object, weakly.
     var registry: [ObjectID: WeakObject] = [:]
     /// Objects held strongly: changed ones, or all with `retainsRegisteredObjects`.
-    var strong: [ObjectID: ManagedObject] = [:]
-    var insertedObjectsByID: [ObjectID: ManagedObject] = [:]
-    var deletedObjectsByID: [ObjectID: ManagedObject] = [:]
+    var strong: [ObjectIdentifier: ManagedObject] = [:]
+    var insertedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
+    var deletedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
     /// Deleted since the last `processPendingChanges`: their delete rules are pending.
     var pendingDeletes: [ManagedObject] = []
     /// Changes since the last objects-did-change notification.
-    var eventInserted: [ObjectID: ManagedObject] = [:]
-    var eventUpdated: [ObjectID: ManagedObject] = [:]
-    var eventDeleted: [ObjectID: ManagedObject] = [:]
-    var eventRefreshed: [ObjectID: ManagedObject] = [:]
+    var eventInserted: [ObjectIdentifier: ManagedObject] = [:]
+    var eventUpdated: [ObjectIdentifier: ManagedObject] = [:]
+    var eventDeleted: [ObjectIdentifier: ManagedObject] = [:]
+    var eventRefreshed: [ObjectIdentifier: ManagedObject] = [:]
     var isProcessingChanges = false
     var isUndoingOrRedoing = false
     var registrationsSinceSweep = 0
@@ -221,7 +221,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     func register(_ object: ManagedObject) {
         registry[object.objectID] = WeakObject(object)
         object.managedObjectContext = self
-        if retainsRegisteredObjects { strong[object.objectID] = object }
+        if retainsRegisteredObjects { strong[ObjectIdentifier(object)] = object }
         registrationsSinceSweep += 1
         if registrationsSinceSweep > 4096 && registrationsSinceSweep > registry.count {
             registry = registry.filter { $0.value.object != nil }
@@ -231,9 +231,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     func unregister(_ object: ManagedObject) {
         registry[object.objectID] = nil
-        strong[object.objectID] = nil
-        insertedObjectsByID[object.objectID] = nil
-        deletedObjectsByID[object.objectID] = nil
+        strong[ObjectIdentifier(object)] = nil
+        insertedObjectsByID[ObjectIdentifier(object)] = nil
+        deletedObjectsByID[ObjectIdentifier(object)] = nil
         if object.managedObjectContext === self { object.managedObjectContext = nil }
     }
 
@@ -276,10 +276,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         var committed = row
         committed.values = values
         object.committed = committed
-        if object.rowCacheOwner == nil, let coordinator = persistentStoreCoordinator, sharesRowCache {
-            coordinator.retainRow(row)
-            object.rowCacheOwner = coordinator
-        }
+        // The object now holds its row (`committed`): the coordinator's row cache is
+        // for faults, which have nothing else to fire from.
     }
 
     /// Fires `object`'s fault, if it is one. A fault whose row is gone is loaded with
@@ -309,9 +307,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         if object.storage == nil { object.storage = ManagedObjectContext.initialValues(for: object.entity) }
         object.insertedFlag = true
         register(object)
-        strong[object.objectID] = object
-        insertedObjectsByID[object.objectID] = object
-        eventInserted[object.objectID] = object
+        strong[ObjectIdentifier(object)] = object
+        insertedObjectsByID[ObjectIdentifier(object)] = object
+        eventInserted[ObjectIdentifier(object)] = object
         if isRegisteringUndo { registerUndo { context in context.uninsert(object) } }
         object.awakeFromInsert()
     }
@@ -341,9 +339,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
             }
         }
         object.insertedFlag = false
-        insertedObjectsByID[object.objectID] = nil
+        insertedObjectsByID[ObjectIdentifier(object)] = nil
         // Inserted in an earlier event: observers saw it arrive, now it leaves.
-        if eventInserted.removeValue(forKey: object.objectID) == nil { eventDeleted[object.objectID] = object }
+        if eventInserted.removeValue(forKey: ObjectIdentifier(object)) == nil { eventDeleted[ObjectIdentifier(object)] = object }
         unregister(object)
         registerUndo { context in
             object.managedObjectContext = nil
@@ -359,9 +357,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         guard object.managedObjectContext === self, !object.deletedFlag else { return }
         fireFault(object)
         object.deletedFlag = true
-        strong[object.objectID] = object
-        deletedObjectsByID[object.objectID] = object
-        eventDeleted[object.objectID] = object
+        strong[ObjectIdentifier(object)] = object
+        deletedObjectsByID[ObjectIdentifier(object)] = object
+        eventDeleted[ObjectIdentifier(object)] = object
         pendingDeletes.append(object)
         if isRegisteringUndo { registerUndo { context in context.undelete(object) } }
     }
@@ -369,13 +367,13 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     func undelete(_ object: ManagedObject) {
         guard object.deletedFlag else { return }
         object.deletedFlag = false
-        deletedObjectsByID[object.objectID] = nil
+        deletedObjectsByID[ObjectIdentifier(object)] = nil
         // Deleted in an earlier event: observers saw it leave, now it is back.
-        if eventDeleted.removeValue(forKey: object.objectID) == nil { eventInserted[object.objectID] = object }
+        if eventDeleted.removeValue(forKey: ObjectIdentifier(object)) == nil { eventInserted[ObjectIdentifier(object)] = object }
         // Changed while deleted in this event: not recorded as updated then.
-        if object.eventStart != nil { eventUpdated[object.objectID] = object }
+        if object.eventStart != nil { eventUpdated[ObjectIdentifier(object)] = object }
         pendingDeletes.removeAll { $0 === object }
-        if !object.hasChanges && !retainsRegisteredObjects { strong[object.objectID] = nil }
+        if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         registerUndo { context in context.delete(object) }
     }
 
@@ -406,8 +404,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // Inserted and deleted objects are held in `strong` from `insert` / `delete`
         // until they are saved, rolled back or reset (which clear the flags): no
         // dictionary write for each of their changes.
-        if !object.insertedFlag && !object.deletedFlag { strong[object.objectID] = object }
-        if firstInEvent && !object.deletedFlag { eventUpdated[object.objectID] = object }
+        if !object.insertedFlag && !object.deletedFlag { strong[ObjectIdentifier(object)] = object }
+        if firstInEvent && !object.deletedFlag { eventUpdated[ObjectIdentifier(object)] = object }
     }
 
     // MARK: Undo

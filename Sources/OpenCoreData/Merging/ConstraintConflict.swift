@@ -76,6 +76,10 @@ extension ManagedObjectContext {
             }
             return false
         }
+        // Most models have no constraints at all: no need to look at each object.
+        if let model = persistentStoreCoordinator?.managedObjectModel, !model.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) {
+            return []
+        }
         let candidates = strong.values.filter { constrained($0.entity) && ($0.insertedFlag || $0.isUpdated) && !$0.deletedFlag }
         guard !candidates.isEmpty else { return [] }
         var conflicts: [ConstraintConflict] = []

@@ -11,6 +11,24 @@ enum AttributeValueCoercion {
 
     /// `value` in the representation `type` keeps, or nil when it is not a value of
     /// that type (a string for a number, an integer out of the type's range, ...).
+    /// Whether `value` is already what ``coerce(_:to:)`` would make of it for
+    /// `type` (a cheap test for validation's common case; false when unsure).
+    static func isStoredAsIs(_ value: AttributeValue, for type: AttributeType) -> Bool {
+        switch (value, type) {
+        case (.string, .string), (.double, .double), (.bool, .boolean), (.date, .date), (.data, .binaryData),
+             (.uuid, .uuid), (.decimal, .decimal):
+            return true
+        case (.int, .integer64):
+            return true
+        case (.int(let i), .integer32):
+            return i >= Int64(Int32.min) && i <= Int64(Int32.max)
+        case (.int(let i), .integer16):
+            return i >= Int64(Int16.min) && i <= Int64(Int16.max)
+        default:
+            return false
+        }
+    }
+
     static func coerce(_ value: AttributeValue, to type: AttributeType) -> AttributeValue? {
         if case .null = value { return .null }
         switch type {

@@ -99,14 +99,28 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     // MARK: - Inherited and derived views
 
-    private struct Cache {
-        var allProperties: [PropertyDescription]
-        var propertiesByName: [String: PropertyDescription]
-        var attributesByName: [String: AttributeDescription]
-        var relationshipsByName: [String: RelationshipDescription]
-        var propertyIndexes: [String: Int]
+    /// A class, not a struct: reading one field of an optional struct can copy
+    /// (retain and release) all of them, and these are read on every property
+    /// access of every object.
+    private final class Cache {
+        let allProperties: [PropertyDescription]
+        let propertiesByName: [String: PropertyDescription]
+        let attributesByName: [String: AttributeDescription]
+        let relationshipsByName: [String: RelationshipDescription]
+        let propertyIndexes: [String: Int]
         /// The names of `allProperties`, in order.
-        var propertyNames: [String]
+        let propertyNames: [String]
+
+        init(allProperties: [PropertyDescription], propertiesByName: [String: PropertyDescription],
+             attributesByName: [String: AttributeDescription], relationshipsByName: [String: RelationshipDescription],
+             propertyIndexes: [String: Int], propertyNames: [String]) {
+            self.allProperties = allProperties
+            self.propertiesByName = propertiesByName
+            self.attributesByName = attributesByName
+            self.relationshipsByName = relationshipsByName
+            self.propertyIndexes = propertyIndexes
+            self.propertyNames = propertyNames
+        }
     }
 
     private func makeCache() -> Cache {
@@ -134,9 +148,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         frozenVersionHash = Data(VersionHasher.hash(of: self))
     }
 
-    // Each accessor reads one field of the frozen cache (`frozenCache?.field`): going
-    // through `cache` would copy the whole struct, retaining all five collections, on
-    // every call of these hot paths (every property access of every object).
+    // Each accessor reads one field of the frozen cache (`frozenCache?.field`).
 
     /// Every property, inherited ones first (superentity order), then the entity's own.
     public var allProperties: [PropertyDescription] { frozenCache?.allProperties ?? makeCache().allProperties }

@@ -11,8 +11,14 @@ extension ManagedObject {
 
     /// Checks every property, throwing one error (or 1560 gathering several).
     func validatePropertyValues() throws {
+        if storage == nil { managedObjectContext?.fireFault(self) }
+        let properties = entity.allProperties
         var errors: [CoreDataError] = []
-        for index in entity.allProperties.indices { errors += validationErrors(at: index) }
+        for index in properties.indices {
+            guard let storage, index < storage.count else { break }
+            let found = validationErrors(of: properties[index], at: index, storage[index])
+            if !found.isEmpty { errors += found }
+        }
         if errors.count == 1 { throw errors[0] }
         if errors.count > 1 {
             throw CoreDataError(.validationMultipleErrors, "Multiple validation errors occurred for \(objectID)",
@@ -41,8 +47,12 @@ extension ManagedObject {
     }
 
     func validationErrors(at index: Int) -> [CoreDataError] {
-        let property = entity.allProperties[index]
         guard let slot = slot(index) else { return [] }
+        return validationErrors(of: entity.allProperties[index], at: index, slot)
+    }
+
+    /// The failures of `slot`, the value of `property` (at `index` of the entity's properties).
+    private func validationErrors(of property: PropertyDescription, at index: Int, _ slot: SnapshotValue) -> [CoreDataError] {
         var errors: [CoreDataError] = []
         let key = property.name
         switch (property, slot) {
@@ -53,6 +63,9 @@ extension ManagedObject {
                 if !attribute.isOptional {
                     errors.append(failure(.validationMissingMandatoryProperty, key, text, "is required but has no value"))
                 }
+            } else if attribute.minValue == nil && attribute.maxValue == nil && attribute.regularExpression == nil
+                        && AttributeValueCoercion.isStoredAsIs(value, for: attribute.attributeType) {
+                // The common case: a value of the attribute's own type and no range or pattern to check.
             } else if AttributeValueCoercion.coerce(value, to: attribute.attributeType) == nil {
                 errors.append(failure(.managedObjectValidation, key, text, "has a value that is not a \(attribute.attributeType.xcodeName)"))
             } else {

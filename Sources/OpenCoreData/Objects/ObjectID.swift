@@ -28,22 +28,37 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     public let storeIdentifier: String?
     let key: Key
 
+    /// A temporary ID is a number from a process-wide counter (shown as a UUID:
+    /// the process's base UUID with the number mixed into its last 8 bytes), a
+    /// permanent one the row's primary key: both compare and hash as one integer.
     enum Key: Hashable, Sendable {
-        case temporary(UUID)
+        case temporary(UInt64)
         case permanent(Int64)
+    }
+
+    /// The UUID a temporary ID shows in its URI.
+    private static func temporaryUUID(_ number: UInt64) -> UUID {
+        var u = temporaryIDBase
+        u.8 ^= UInt8(truncatingIfNeeded: number >> 56); u.9 ^= UInt8(truncatingIfNeeded: number >> 48)
+        u.10 ^= UInt8(truncatingIfNeeded: number >> 40); u.11 ^= UInt8(truncatingIfNeeded: number >> 32)
+        u.12 ^= UInt8(truncatingIfNeeded: number >> 24); u.13 ^= UInt8(truncatingIfNeeded: number >> 16)
+        u.14 ^= UInt8(truncatingIfNeeded: number >> 8); u.15 ^= UInt8(truncatingIfNeeded: number)
+        return UUID(uuid: u)
+    }
+
+    /// The number of a temporary ID shown as `uuid`, if this process made it.
+    private static func temporaryNumber(_ uuid: UUID) -> UInt64? {
+        let u = uuid.uuid, b = temporaryIDBase
+        guard u.0 == b.0, u.1 == b.1, u.2 == b.2, u.3 == b.3, u.4 == b.4, u.5 == b.5, u.6 == b.6, u.7 == b.7 else { return nil }
+        let bytes = [u.8 ^ b.8, u.9 ^ b.9, u.10 ^ b.10, u.11 ^ b.11, u.12 ^ b.12, u.13 ^ b.13, u.14 ^ b.14, u.15 ^ b.15]
+        return bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
     }
 
     /// A new temporary ID for an inserted object.
     init(temporaryFor entity: EntityDescription) {
         self.entity = entity
         self.storeIdentifier = nil
-        let n = temporaryIDCounter.add(1, ordering: .relaxed).newValue
-        var u = temporaryIDBase
-        u.8 ^= UInt8(truncatingIfNeeded: n >> 56); u.9 ^= UInt8(truncatingIfNeeded: n >> 48)
-        u.10 ^= UInt8(truncatingIfNeeded: n >> 40); u.11 ^= UInt8(truncatingIfNeeded: n >> 32)
-        u.12 ^= UInt8(truncatingIfNeeded: n >> 24); u.13 ^= UInt8(truncatingIfNeeded: n >> 16)
-        u.14 ^= UInt8(truncatingIfNeeded: n >> 8); u.15 ^= UInt8(truncatingIfNeeded: n)
-        self.key = .temporary(UUID(uuid: u))
+        self.key = .temporary(temporaryIDCounter.add(1, ordering: .relaxed).newValue)
     }
 
     /// The permanent ID of the row `primaryKey` of `entity` in the store `storeIdentifier`.
@@ -75,7 +90,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         let text: String
         switch key {
         case .permanent(let pk): text = "x-coredata://\(storeIdentifier ?? "")/\(name)/p\(pk)"
-        case .temporary(let uuid): text = "x-coredata:///\(name)/t\(uuid.uuidString)"
+        case .temporary(let number): text = "x-coredata:///\(name)/t\(ObjectID.temporaryUUID(number).uuidString)"
         }
         return URL(string: text) ?? URL(fileURLWithPath: "/invalid-object-id")
     }
@@ -95,7 +110,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) {
         switch key {
         case .permanent(let pk): hasher.combine(pk)
-        case .temporary(let uuid): hasher.combine(uuid)
+        case .temporary(let number): hasher.combine(number)
         }
         hasher.combine(entity.nameHash)
     }
@@ -115,8 +130,9 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
             guard let pk = Int64(body), pk > 0 else { return nil }
             return (String(parts[0]), entity, .permanent(pk))
         case "t":
-            guard let uuid = UUID(uuidString: String(body)) else { return nil }
-            return (String(parts[0]), entity, .temporary(uuid))
+            // Only this process's temporary IDs can name an object.
+            guard let uuid = UUID(uuidString: String(body)), let number = temporaryNumber(uuid) else { return nil }
+            return (String(parts[0]), entity, .temporary(number))
         default:
             return nil
         }

@@ -16,9 +16,12 @@ import GRDB
 /// }
 /// ```
 final class SQLiteRowReader {
-    // Unowned: a store keeps readers of its own statements (SQLiteStore.RowQuery);
-    // no reader outlives its store.
-    private unowned let store: SQLiteStore
+    // unowned(unsafe): a store keeps readers of its own statements
+    // (SQLiteStore.RowQuery) and no reader outlives its store; a checked `unowned`
+    // reference costs an atomic operation on every value decoded.
+    private unowned(unsafe) let store: SQLiteStore
+    /// The store's identifier, for the object IDs of the rows.
+    private let storeIdentifier: String
     private let columns: [SQLFetchColumn]
     private var plans: [Int: Plan?] = [:]
     private var entities: [Int: EntityDescription?] = [:]
@@ -27,23 +30,34 @@ final class SQLiteRowReader {
 
     /// What one column does for rows of one entity.
     private enum Action {
+        /// An attribute whose stored value is its value (no transformer, no external file).
+        case plainAttribute(column: Int, index: Int, type: AttributeType)
         case attribute(column: Int, index: Int, attribute: AttributeDescription)
         case toOneKey(column: Int, index: Int)
         case toOneEntity(column: Int, index: Int)
     }
 
-    /// The reading plan of one entity.
-    private struct Plan {
+    /// The reading plan of one entity (a class: rows take it without copying its
+    /// fields).
+    private final class Plan {
         let entity: EntityDescription
         /// The values before any column is read: to-many faults, nil to-ones, null attributes.
         let template: [SnapshotValue]
         let actions: [Action]
         /// The declared destination of each to-one relationship, by property index.
         let destinations: [Int: EntityDescription]
+
+        init(entity: EntityDescription, template: [SnapshotValue], actions: [Action], destinations: [Int: EntityDescription]) {
+            self.entity = entity
+            self.template = template
+            self.actions = actions
+            self.destinations = destinations
+        }
     }
 
     init(store: SQLiteStore, columns: [SQLFetchColumn]) {
         self.store = store
+        self.storeIdentifier = store.identifier
         self.columns = columns
     }
 
@@ -85,7 +99,12 @@ final class SQLiteRowReader {
             switch column.kind {
             case .attribute:
                 guard let attribute = column.property as? AttributeDescription else { continue }
-                actions.append(.attribute(column: column.index, index: index, attribute: attribute))
+                let type = attribute.attributeType
+                if type == .transformable || (type == .binaryData && attribute.allowsExternalBinaryDataStorage) {
+                    actions.append(.attribute(column: column.index, index: index, attribute: attribute))
+                } else {
+                    actions.append(.plainAttribute(column: column.index, index: index, type: type))
+                }
             case .toOneKey:
                 actions.append(.toOneKey(column: column.index, index: index))
                 if let relationship = properties[index] as? RelationshipDescription, let declared = relationship.destinationEntity {
@@ -119,6 +138,8 @@ final class SQLiteRowReader {
         var destinationEntities: [Int: Int] = [:]
         for action in plan.actions {
             switch action {
+            case .plainAttribute(let columnIndex, let index, let type):
+                values[index] = .attribute(SQLiteValueEncoding.attributeValue(column(columnIndex), as: type))
             case .attribute(let columnIndex, let index, let attribute):
                 values[index] = .attribute(try store.decode(column(columnIndex), for: attribute, entity: plan.entity))
             case .toOneKey(let columnIndex, let index):
@@ -133,9 +154,9 @@ final class SQLiteRowReader {
         for (index, key) in destinationKeys {
             guard let declared = plan.destinations[index] else { continue }
             let destination = destinationEntities[index].flatMap { entity(forNumber: $0) } ?? declared
-            values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: store.identifier, primaryKey: key))
+            values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: storeIdentifier, primaryKey: key))
         }
-        return RowSnapshot(objectID: ObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: pk),
+        return RowSnapshot(objectID: ObjectID(entity: plan.entity, storeIdentifier: storeIdentifier, primaryKey: pk),
                            version: version, values: values)
     }
 }

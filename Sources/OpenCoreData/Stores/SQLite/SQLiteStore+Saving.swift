@@ -91,28 +91,36 @@ extension SQLiteStore {
     private func assignments(_ row: RowSnapshot, storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]) throws -> [(String, DatabaseValue)] {
         var result: [(String, DatabaseValue)] = []
         result.reserveCapacity(storages.count)
+        try forEachAssignment(row, storages: storages) { result.append(($0, $1)) }
+        return result
+    }
+
+    /// Calls `body` with each column assignment of a row's properties, in order,
+    /// given where they are stored (inserts bind them as they come).
+    private func forEachAssignment(_ row: RowSnapshot, storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)],
+                                   _ body: (String, DatabaseValue) throws -> Void) throws {
+        func append(_ assignment: (String, DatabaseValue)) throws { try body(assignment.0, assignment.1) }
         for (index, property, storage) in storages where index < row.values.count {
             switch (storage, row.values[index]) {
             case (.column(let column), .attribute(let value)):
                 guard let attribute = property as? AttributeDescription else { continue }
-                result.append((column, try encode(value, for: attribute)))
+                try append((column, try encode(value, for: attribute)))
             case (.composite(let columns), .attribute(let value)):
                 guard let composite = property as? CompositeAttributeDescription else { continue }
                 for (path, column) in columns {
                     let element = compositeElement(value, path: path)
                     let elementType = compositeElementType(composite, path: path)
-                    result.append((column, elementType.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null))
+                    try append((column, elementType.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null))
                 }
             case (.toOne(let column, let entityColumn, _), .toOne(let id)):
-                result.append((column, id?.primaryKey.map { $0.databaseValue } ?? .null))
+                try append((column, id?.primaryKey.map { $0.databaseValue } ?? .null))
                 if let entityColumn {
-                    result.append((entityColumn, id.flatMap { schema.entityNumber($0.entity) }.map { $0.databaseValue } ?? .null))
+                    try append((entityColumn, id.flatMap { schema.entityNumber($0.entity) }.map { $0.databaseValue } ?? .null))
                 }
             default:
                 continue
             }
         }
-        return result
     }
 
     private func compositeElement(_ value: AttributeValue, path: String) -> AttributeValue {
@@ -170,20 +178,26 @@ extension SQLiteStore {
         guard let pk = row.objectID.primaryKey else {
             throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key")
         }
-        let values = try assignments(row, storages: plan.storages)
-        guard values.count == plan.columns.count, zip(values, plan.columns).allSatisfy({ $0.0 == $1 }) else {
-            throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
-                                entityName: row.objectID.entityName)
-        }
-        // Bound with SQLite's C API: GRDB's `StatementArguments` boxes every value in
-        // an existential and validates it again, several times the cost of the insert.
+        // Bound with SQLite's C API as they are encoded: GRDB's `StatementArguments`
+        // boxes every value in an existential and validates it again, several times
+        // the cost of the insert.
         let handle = plan.statement.sqliteStatement
         // The statement ran for the previous row: SQLite binds only after a reset.
         sqlite3_reset(handle)
         try bind(.int64(pk), at: 1, handle)
         try bind(.int64(Int64(plan.entityNumber)), at: 2, handle)
         try bind(.int64(1), at: 3, handle)
-        for (offset, (_, value)) in values.enumerated() { try bind(value.storage, at: Int32(offset + 4), handle) }
+        var bound = 0
+        var matches = true
+        try forEachAssignment(row, storages: plan.storages) { column, value in
+            guard bound < plan.columns.count, column == plan.columns[bound] else { matches = false; return }
+            bound += 1
+            try bind(value.storage, at: Int32(bound + 3), handle)
+        }
+        guard matches, bound == plan.columns.count else {
+            throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
+                                entityName: row.objectID.entityName)
+        }
         try plan.statement.execute()
     }
 

@@ -42,6 +42,12 @@ public final class SQLiteStore: PersistentStore {
     let remoteChanges: RemoteChangeObserver?
     /// The statements reading to-many destination rows, by source entity and relationship.
     let relatedRowsQueries = Mutex<[String: RowQuery]>([:])
+    /// Primary keys reserved in `Z_PRIMARYKEY` and not handed out yet, by root
+    /// entity number (see ``newObjectIDs(for:count:)``).
+    let reservedPrimaryKeys = Mutex<[Int: Range<Int64>]>([:])
+    /// How many primary keys a reservation takes at least: small saves then do not
+    /// each pay a transaction of their own to move `Z_MAX`.
+    static let primaryKeyReservation: Int64 = 64
 
     /// A statement reading rows of one shape, with the reader that keeps its
     /// per-entity reading plans from one use to the next.
@@ -371,10 +377,32 @@ public final class SQLiteStore: PersistentStore {
         guard let rootNumber = schema.entityNumber(entity.rootEntity) else {
             throw CoreDataError(.persistentStoreSave, "The store has no entity '\(entity.name)'", entityName: entity.name)
         }
-        let first = try write("reserving primary keys for \(entity.name)") { db -> Int64 in
-            try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?", arguments: [count, rootNumber])
-            let max = try Int64.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", arguments: [rootNumber]) ?? Int64(count)
-            return max - Int64(count) + 1
+        // Keys come from a range reserved earlier by this store when it has enough,
+        // else from a new reservation: `Z_MAX` moves by at least
+        // `primaryKeyReservation` in one transaction, so that a save of one object
+        // does not cost two transactions. Other coordinators and processes reserve
+        // disjoint ranges the same way; keys left unused leave a gap, as
+        // `obtainPermanentIDs` does in Core Data.
+        let wanted = Int64(count)
+        let taken = reservedPrimaryKeys.withLock { reserved -> Range<Int64>? in
+            guard let range = reserved[rootNumber], Int64(range.count) >= wanted else { return nil }
+            reserved[rootNumber] = (range.lowerBound + wanted)..<range.upperBound
+            return range.lowerBound..<(range.lowerBound + wanted)
+        }
+        let first: Int64
+        if let taken {
+            first = taken.lowerBound
+        } else {
+            let reservation = max(wanted, SQLiteStore.primaryKeyReservation)
+            let start = try write("reserving primary keys for \(entity.name)") { db -> Int64 in
+                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?", arguments: [reservation, rootNumber])
+                let max = try Int64.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", arguments: [rootNumber]) ?? reservation
+                return max - reservation + 1
+            }
+            first = start
+            if reservation > wanted {
+                reservedPrimaryKeys.withLock { $0[rootNumber] = (start + wanted)..<(start + reservation) }
+            }
         }
         return (0..<count).map { ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: first + Int64($0)) }
     }
