@@ -263,7 +263,8 @@ extension ManagedObjectContext {
             }
             return registered
         }
-        let object = makeFault(row.objectID, row: row)
+        // Loaded at once: the object holds its row, the row cache is not involved.
+        let object = makeFault(row.objectID, row: nil)
         load(row, into: object)
         object.awakeFromFetch()
         return object
@@ -279,10 +280,8 @@ extension ManagedObjectContext {
         // Without a to-one inverse, a destination may belong to several sources.
         let shared = relationship.inverseRelationship?.isToMany != false
         var seen = Set<ObjectIdentifier>()
-        // Room for every destination in the registry and the row cache, made once.
-        let total = grouped.reduce(0) { $0 + $1.count }
-        registry.reserveCapacity(registry.count + total)
-        persistentStoreCoordinator?.reserveRowCacheCapacity(total)
+        // Room for every destination in the registry, made once.
+        registry.reserveCapacity(registry.count + grouped.reduce(0) { $0 + $1.count })
         for (source, rows) in zip(sources, grouped) {
             var members: [ManagedObject] = []
             members.reserveCapacity(rows.count)
