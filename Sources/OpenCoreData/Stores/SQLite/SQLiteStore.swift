@@ -40,8 +40,18 @@ public final class SQLiteStore: PersistentStore {
     let history: SQLiteHistory?
     /// Remote-change notifications (nil: not requested); see RemoteChangeObserver.swift.
     let remoteChanges: RemoteChangeObserver?
-    /// The statements reading to-many destination rows, by source entity and relationship.
-    let relatedRowsQueries = Mutex<[String: RowQuery]>([:])
+    /// The statements reading to-many destination rows, by source entity, relationship
+    /// and number of source keys.
+    let relatedRowsQueries = Mutex<[RowQueryKey: RowQuery]>([:])
+
+    /// What a cached row statement is for: an entity (and a relationship of it, for
+    /// related rows) by identity, and how many keys it binds. Hashing it hashes
+    /// three integers, not the names.
+    struct RowQueryKey: Hashable {
+        let entity: ObjectIdentifier
+        let relationship: ObjectIdentifier?
+        let keys: Int
+    }
     /// Primary keys reserved in `Z_PRIMARYKEY` and not handed out yet, by root
     /// entity number (see ``newObjectIDs(for:count:)``).
     let reservedPrimaryKeys = Mutex<[Int: Range<Int64>]>([:])
@@ -89,9 +99,9 @@ public final class SQLiteStore: PersistentStore {
             }
         }
     }
-    /// The statements reading rows of an entity by primary key, by entity name (and
-    /// number of keys when more than one).
-    let rowQueries = Mutex<[String: RowQuery]>([:])
+    /// The statements reading rows of an entity by primary key, by entity and number
+    /// of keys (the entities are the store's model's, alive as long as the store).
+    let rowQueries = Mutex<[RowQueryKey: RowQuery]>([:])
 
     /// Store options, as Core Data names them.
     public enum Option {
@@ -230,7 +240,7 @@ public final class SQLiteStore: PersistentStore {
     /// The statement reading `keys` rows of `entity` by primary key (one: fault
     /// firing; more: a batch), made once per entity and number of keys.
     private func rowQuery(for entity: EntityDescription, keys: Int = 1) throws -> RowQuery? {
-        let key = keys == 1 ? entity.name : entity.name + "\u{0}\(keys)"
+        let key = RowQueryKey(entity: ObjectIdentifier(entity), relationship: nil, keys: keys)
         if let known = rowQueries.withLock({ $0[key] }) { return known }
         guard let table = schema.table(for: entity) else { return nil }
         var fetch = StoreFetch(entity: entity)
@@ -341,7 +351,7 @@ public final class SQLiteStore: PersistentStore {
     /// sources, made once per source entity, relationship and number of keys. With
     /// more than one key, the source's key follows the destination's columns.
     private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription, keys: Int) throws -> RowQuery? {
-        let key = entity.name + "\u{0}" + relationship.name + "\u{0}\(keys)"
+        let key = RowQueryKey(entity: ObjectIdentifier(entity), relationship: ObjectIdentifier(relationship), keys: keys)
         if let known = relatedRowsQueries.withLock({ $0[key] }) { return known }
         guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination),
               let storage = schema.storage(for: relationship, in: entity) else { return nil }
