@@ -480,7 +480,9 @@ public final class SQLiteStore: PersistentStore {
     /// Runs `body` on the store's connection. `singleStatement`: `body` runs one
     /// SELECT, atomic by itself, so it runs without the read transaction (`BEGIN`,
     /// `PRAGMA query_only`, `COMMIT`) that costs more than a small query.
-    func read<T>(_ action: String, in snapshot: SQLiteStoreSnapshot? = nil, singleStatement: Bool = false,
+    /// `action` names what was being done in an error's message; it is only formed
+    /// when there is an error (it often formats an object ID's URI).
+    func read<T>(_ action: @autoclosure () -> String, in snapshot: SQLiteStoreSnapshot? = nil, singleStatement: Bool = false,
                  _ body: (Database) throws -> T) throws -> T {
         do {
             if let snapshot { return try snapshot.read(body) }
@@ -489,17 +491,17 @@ public final class SQLiteStore: PersistentStore {
         } catch let error as CoreDataError {
             throw error
         } catch {
-            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action)
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action())
         }
     }
 
-    func write<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ action: @autoclosure () -> String, _ body: (Database) throws -> T) throws -> T {
         do {
             return try queue.write(body)
         } catch let error as CoreDataError {
             throw error
         } catch {
-            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action)
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action())
         }
     }
 }
