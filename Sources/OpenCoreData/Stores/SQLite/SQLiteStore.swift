@@ -75,24 +75,37 @@ public final class SQLiteStore: PersistentStore {
             self.reader = SQLiteRowReader(store: store, columns: columns)
         }
 
-        /// The snapshots of the rows of `sql` with `arguments`, read with the cached statement.
-        func rows(_ db: Database, arguments: StatementArguments) throws -> [RowSnapshot] {
+        /// The snapshots of the rows of `sql` for `keys`, read with the cached statement.
+        func rows(_ db: Database, keys: [Int64]) throws -> [RowSnapshot] {
             var result: [RowSnapshot] = []
-            try rows(db, arguments: arguments) { snapshot, _ in result.append(snapshot) }
+            try rows(db, keys: keys) { snapshot, _ in result.append(snapshot) }
             return result
         }
 
         /// Hands each row's snapshot to `body`, with the integer of the column after
         /// the snapshot's columns (the key of the row a related row belongs to, in a
         /// query that selects it; 0 otherwise).
-        func rows(_ db: Database, arguments: StatementArguments, _ body: (RowSnapshot, Int64) -> Void) throws {
+        ///
+        /// The keys are bound and the rows stepped through with the C API: GRDB's
+        /// generic argument conversion costs more than the lookup of a row by key.
+        /// The statement is GRDB's cached one, used by this query only, and left
+        /// reset.
+        func rows(_ db: Database, keys: [Int64], _ body: (RowSnapshot, Int64) -> Void) throws {
             let statement = try db.cachedStatement(sql: sql)
-            let cursor = try Row.fetchCursor(statement, arguments: arguments)
             let sqliteStatement = statement.sqliteStatement
             let keyColumn = CInt(3 + columns.count)
             let hasKey = sqlite3_column_count(sqliteStatement) > keyColumn
+            sqlite3_reset(sqliteStatement)
+            defer { sqlite3_reset(sqliteStatement) }
+            for (index, key) in keys.enumerated() { sqlite3_bind_int64(sqliteStatement, CInt(index + 1), key) }
             try lock.withLock { _ in
-                while try cursor.next() != nil {
+                while true {
+                    let code = sqlite3_step(sqliteStatement)
+                    if code == SQLITE_DONE { break }
+                    guard code == SQLITE_ROW else {
+                        throw DatabaseError(resultCode: ResultCode(rawValue: code),
+                                            message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+                    }
                     guard let snapshot = try reader.snapshot(sqliteStatement) else { continue }
                     body(snapshot, hasKey ? sqlite3_column_int64(sqliteStatement, keyColumn) : 0)
                 }
@@ -223,7 +236,7 @@ public final class SQLiteStore: PersistentStore {
     func row(for objectID: ObjectID, in snapshot: SQLiteStoreSnapshot?) throws -> RowSnapshot? {
         guard let pk = objectID.primaryKey, let query = try rowQuery(for: objectID.entity) else { return nil }
         return try read("reading \(objectID)", in: snapshot, singleStatement: true) { db in
-            try query.rows(db, arguments: [pk]).first
+            try query.rows(db, keys: [pk]).first
         }
     }
 
@@ -233,7 +246,7 @@ public final class SQLiteStore: PersistentStore {
         let keys = objectIDs.compactMap(\.primaryKey)
         guard !keys.isEmpty, let query = try rowQuery(for: entity, keys: keys.count) else { return [] }
         return try read("reading \(keys.count) \(entity.name) rows", in: snapshot, singleStatement: true) { db in
-            try query.rows(db, arguments: StatementArguments(keys))
+            try query.rows(db, keys: keys)
         }
     }
 
@@ -295,7 +308,7 @@ public final class SQLiteStore: PersistentStore {
             // Firing one fault: no grouping.
             guard let pk = objectIDs[0].primaryKey, let query = try relatedRowsQuery(relationship, in: objectIDs[0].entity, keys: 1) else { return result }
             result[0] = try read("reading \(objectIDs[0]).\(relationship.name)", in: snapshot, singleStatement: true) { db in
-                try query.rows(db, arguments: [pk])
+                try query.rows(db, keys: [pk])
             }
             return result
         }
@@ -333,7 +346,7 @@ public final class SQLiteStore: PersistentStore {
         guard !chunks.isEmpty else { return result }
         try read("reading \(relationship.name) of \(objectIDs.count) objects", in: snapshot, singleStatement: chunks.count == 1) { db in
             for chunk in chunks {
-                try chunk.query.rows(db, arguments: StatementArguments(chunk.arguments)) { row, key in
+                try chunk.query.rows(db, keys: chunk.arguments) { row, key in
                     guard let positions = chunk.positions[key] else { return }
                     for position in positions { result[position].append(row) }
                 }
