@@ -29,8 +29,12 @@ extension ManagedObjectContext {
     /// not registered yet become faults whose rows wait in the row cache, so firing
     /// them costs no further query. Nil: ask for the IDs instead.
     func sourceRelatedObjects(of id: ObjectID, relationship: RelationshipDescription) -> [ManagedObject]? {
-        guard sharesRowCache, let coordinator = persistentStoreCoordinator,
-              let rows = (try? coordinator.relatedRows(of: [id], relationship: relationship))??.first else { return nil }
+        guard sharesRowCache, let coordinator = persistentStoreCoordinator else { return nil }
+        // Read before the rows, as for a fetch: the faults trust their rows only
+        // while no save has changed any row since (see `makeFault`).
+        let generation = coordinator.rowGeneration.load(ordering: .acquiring)
+        guard let rows = (try? coordinator.relatedRows(of: [id], relationship: relationship))??.first else { return nil }
+        rowGenerationAtFetch = generation
         return rows.map { row in
             guard let registered = registry[row.objectID]?.object else { return makeFault(row.objectID, row: row) }
             if registered.isFault, registered.rowCacheOwner == nil {

@@ -38,6 +38,8 @@ extension ManagedObjectContext {
         case .count, .dictionary:
             return []
         case .managedObject:
+            // Plain managed objects, the common untyped request: no per-object cast.
+            if Result.self == ManagedObject.self { return unsafeBitCast(objects, to: [Result].self) }
             return try objects.map { object in
                 guard let result = object as? Result else {
                     throw CoreDataError(.coreData, "The fetch of '\(object.entity.name)' returned \(type(of: object)) objects, not \(Result.self): register the class with ManagedObjectClasses.register or set the entity's class name",
@@ -115,7 +117,9 @@ extension ManagedObjectContext {
         let rows = try sourceRows(fetch)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
-        registry.reserveCapacity(registry.count + rows.count)
+        if registry.capacity - registry.count < rows.count {
+            registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
+        }
         if fetch.includesPropertyValues && asFaults && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
         for row in rows {
             let object: ManagedObject

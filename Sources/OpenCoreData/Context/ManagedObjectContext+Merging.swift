@@ -54,7 +54,7 @@ extension ManagedObjectContext {
             // Registered faults are reported too (they load the new values when
             // they fire): observers such as a fetched results controller hold them.
             guard let object = registry[id]?.object else { continue }
-            if !object.isFault { refresh(object, mergeChanges: true) }
+            if !object.isFault { refresh(object, mergeChanges: true) } else { object.faultRow = nil }
             eventRefreshed[ObjectIdentifier(object)] = object
         }
         if !save.deletedObjectIDs.isEmpty {

@@ -21,6 +21,9 @@ extension ManagedObjectContext {
     func sourceRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
         if let parent { return try parent.performAndWait { () throws -> [RowSnapshot] in try parent.rowsForChild(fetch) } }
         guard let coordinator = persistentStoreCoordinator else { return [] }
+        // Read before the rows: faults made from them trust them only while no save
+        // has changed any row since (see `makeFault`).
+        rowGenerationAtFetch = coordinator.rowGeneration.load(ordering: .acquiring)
         return try coordinator.fetchRows(fetch, generation: try readGeneration())
     }
 

@@ -44,9 +44,16 @@ extension ManagedObjectContext {
         var inserted: [ManagedObject] = [], deleted: [ManagedObject] = [], updated: [ManagedObject] = []
         var forgotten: [ManagedObject] = []
         var hasRelationships = false
+        // New objects needing permanent IDs, by entity (indexes into `inserted`).
+        var temporaryByEntity: [ObjectIdentifier: [Int]] = [:]
         for object in changed {
             if object.insertedFlag {
-                if object.deletedFlag { forgotten.append(object) } else { inserted.append(object) }
+                if object.deletedFlag {
+                    forgotten.append(object)
+                } else {
+                    if object.objectID.isTemporaryID { temporaryByEntity[ObjectIdentifier(object.entity), default: []].append(inserted.count) }
+                    inserted.append(object)
+                }
             } else if object.deletedFlag {
                 deleted.append(object)
             } else {
@@ -61,9 +68,7 @@ extension ManagedObjectContext {
         // (A child context keeps temporary IDs: its parent gets them.)
         var newIDs = [ObjectID?](repeating: nil, count: inserted.count)
         if parent == nil {
-            let groups = Dictionary(grouping: inserted.indices.filter { inserted[$0].objectID.isTemporaryID },
-                                    by: { ObjectIdentifier(inserted[$0].entity) })
-            for group in groups.values {
+            for group in temporaryByEntity.values {
                 guard let first = group.first else { continue }
                 let ids = try coordinator.newObjectIDs(for: inserted[first].entity, count: group.count)
                 for (index, id) in zip(group, ids) { newIDs[index] = id }
@@ -100,12 +105,12 @@ extension ManagedObjectContext {
         for object in updated {
             let changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
             guard !changedIndexes.isEmpty else { continue }
-            changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committed?.version ?? 0,
+            changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedRowValues == nil ? 0 : object.committedVersion,
                                                values: stored(remapped(object.storage ?? []), of: object.entity)))
             changes.changedProperties[object.objectID] = changedIndexes
         }
         for object in deleted {
-            changes.deleted.append((object.objectID, object.committed?.version ?? 0))
+            changes.deleted.append((object.objectID, object.committedRowValues == nil ? 0 : object.committedVersion))
         }
 
         if let parent {
@@ -117,15 +122,20 @@ extension ManagedObjectContext {
         advanceQueryGeneration()
 
         // The store has the changes: bring the context in step.
-        for object in forgotten { unregister(object); object.insertedFlag = false }
+        for object in forgotten { unregister(object); object.insertedFlag = false; object.eventStart = nil }
         if hasRelationships {
             for object in inserted + deleted + updated {
                 if let storage = object.storage { object.storage = remapped(storage) }
             }
         }
         let version: Int64 = parent == nil ? 1 : 0
+        // One pass over each kind of object (each pass over many objects is paid in
+        // cache misses); the IDs for the notifications are gathered on the way.
+        var insertedIDs: [ObjectID] = []
+        insertedIDs.reserveCapacity(inserted.count)
         for (object, newID) in zip(inserted, newIDs) {
             let key = ObjectIdentifier(object)
+            object.eventStart = nil
             insertedObjectsByID[key] = nil
             if let newID {
                 let entry = registry.removeValue(forKey: object.objectID)
@@ -135,25 +145,30 @@ extension ManagedObjectContext {
             object.insertedFlag = false
             // The object holds its committed row; the coordinator's row cache learns
             // it only if the object turns into a fault and fires again.
-            object.committed = RowSnapshot(objectID: object.objectID, version: version, values: object.storage ?? [])
+            object.committedRowValues = object.storage ?? []
+            object.committedVersion = version
             if !retainsRegisteredObjects { strong[key] = nil }
+            insertedIDs.append(object.objectID)
         }
         for object in updated {
-            object.committed = RowSnapshot(objectID: object.objectID, version: (object.committed?.version ?? 0) + version,
-                                           values: object.storage ?? [])
+            object.eventStart = nil
+            object.committedVersion = (object.committedRowValues == nil ? 0 : object.committedVersion) + version
+            object.committedRowValues = object.storage ?? []
             if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         }
         for object in deleted {
+            object.eventStart = nil
             unregister(object)
             object.deletedFlag = false
+            // The coordinator dropped the row from its cache with the save.
+            if parent == nil { object.rowCacheOwner = nil }
         }
-        for object in changed { object.eventStart = nil }
         for object in inserted { object.didSave() }
         for object in updated { object.didSave() }
         for object in deleted { object.didSave() }
 
         let summary = ContextSaveSummary(
-            insertedObjectIDs: Set(inserted.map(\.objectID)),
+            insertedObjectIDs: Set(insertedIDs),
             updatedObjectIDs: Set(updated.map(\.objectID)),
             deletedObjectIDs: Set(deleted.map(\.objectID)),
             contextName: name, transactionAuthor: transactionAuthor)
@@ -269,6 +284,8 @@ extension ManagedObjectContext {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
         eventRefreshed[ObjectIdentifier(object)] = object
+        // A refreshed fault reads its row anew when it fires.
+        object.faultRow = nil
         if !mergeChanges || !object.hasChanges {
             guard !object.isFault else { return }
             object.willTurnIntoFault()

@@ -147,7 +147,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     var eventRefreshed: [ObjectIdentifier: ManagedObject] = [:]
     var isProcessingChanges = false
     var isUndoingOrRedoing = false
-    var registrationsSinceSweep = 0
+    /// The registry's size after its last sweep of dead entries (see `register`).
+    var registryCountAfterSweep = 0
+    /// The coordinator's row generation when the last fetch began (see `makeFault`).
+    var rowGenerationAtFetch = -1
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
     /// Called synchronously at the end of each event, save, reset and rollback
@@ -222,22 +225,35 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         registry[object.objectID] = WeakObject(object)
         object.managedObjectContext = self
         if retainsRegisteredObjects { strong[ObjectIdentifier(object)] = object }
-        registrationsSinceSweep += 1
-        if registrationsSinceSweep > 4096 && registrationsSinceSweep > registry.count {
-            registry = registry.filter { $0.value.object != nil }
-            registrationsSinceSweep = 0
+        // Entries of objects that went are swept out when the registry has doubled
+        // since the last sweep: each sweep is paid for by as many registrations, and
+        // a context that fetches and drops objects keeps a small registry.
+        if registry.count > Swift.max(4096, 2 * registryCountAfterSweep) {
+            let dead = registry.compactMap { $0.value.isAlive ? nil : $0.key }
+            if dead.count > registry.count / 4 {
+                registry = registry.filter { $0.value.isAlive }
+            } else {
+                for key in dead { registry[key] = nil }
+            }
+            registryCountAfterSweep = registry.count
         }
     }
 
     func unregister(_ object: ManagedObject) {
         registry[object.objectID] = nil
-        strong[ObjectIdentifier(object)] = nil
-        insertedObjectsByID[ObjectIdentifier(object)] = nil
-        deletedObjectsByID[ObjectIdentifier(object)] = nil
+        let key = ObjectIdentifier(object)
+        strong[key] = nil
+        // The change sets hold exactly the objects with the flag set.
+        if object.insertedFlag { insertedObjectsByID[key] = nil }
+        if object.deletedFlag { deletedObjectsByID[key] = nil }
         if object.managedObjectContext === self { object.managedObjectContext = nil }
     }
 
-    /// Creates (and registers) a fault for `id`, remembering `row` in the row cache.
+    /// Creates (and registers) a fault for `id`. A fault made from a fetched `row`
+    /// keeps it and fires from it — no query, no shared cache — as long as no save
+    /// through the coordinator has changed rows since the fetch began
+    /// (`PersistentStoreCoordinator.rowGeneration`); after one, it fires from the
+    /// coordinator's row cache or the store, and sees the save.
     @discardableResult
     func makeFault(_ id: ObjectID, row: RowSnapshot?) -> ManagedObject {
         let type = ManagedObjectClasses.type(for: id.entity)
@@ -245,9 +261,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         object.objectID = id
         object.storage = nil
         register(object)
-        if let row, let coordinator = persistentStoreCoordinator, sharesRowCache {
-            coordinator.retainRow(row)
-            object.rowCacheOwner = coordinator
+        if let row, persistentStoreCoordinator != nil, sharesRowCache {
+            object.faultRow = row
+            object.faultRowGeneration = rowGenerationAtFetch
         }
         return object
     }
@@ -255,8 +271,16 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Loads a fault's values from the row cache or the store.
     func fulfill(_ object: ManagedObject) throws {
         guard object.storage == nil else { return }
-        guard persistentStoreCoordinator != nil else {
+        guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
+        }
+        if let row = object.faultRow {
+            object.faultRow = nil
+            if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
+                load(row, into: object)
+                object.awakeFromFetch()
+                return
+            }
         }
         guard let row = try sourceRow(for: object.objectID) else {
             throw CoreDataError(.managedObjectReferentialIntegrity, "CoreData could not fulfill a fault for \(object.objectID): the object no longer exists in the store",
@@ -269,13 +293,13 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Gives a fault the values of `row`; to-many relationships stay faults.
     func load(_ row: RowSnapshot, into object: ManagedObject) {
         var values = row.values
+        // (Written only when needed: a write copies the row's array.)
         for index in values.indices {
-            if case .toMany = values[index] { values[index] = .toMany(nil) }
+            if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
         }
         object.storage = values
-        var committed = row
-        committed.values = values
-        object.committed = committed
+        object.committedRowValues = values
+        object.committedVersion = row.version
         // The object now holds its row (`committed`): the coordinator's row cache is
         // for faults, which have nothing else to fire from.
     }
@@ -305,6 +329,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         }
         guard object.managedObjectContext == nil else { return }
         if object.storage == nil { object.storage = ManagedObjectContext.initialValues(for: object.entity) }
+        // The event's starting values: a new object's changes in the event of its
+        // insertion are part of the insertion (and need no recording as updates).
+        object.eventStart = object.storage
         object.insertedFlag = true
         register(object)
         strong[ObjectIdentifier(object)] = object

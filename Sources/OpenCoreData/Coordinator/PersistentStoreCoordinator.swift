@@ -34,6 +34,10 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Moves on whenever rows change through this coordinator (saves, batch
+    /// requests, rows learnt to be newer): faults holding rows fetched before
+    /// then fire from the row cache or the store instead.
+    let rowGeneration = Atomic<Int>(0)
     /// The contexts that merge the saves made through this coordinator.
     let mergeTargets = Mutex<[ObjectIdentifier: WeakContext]>([:])
 
@@ -173,7 +177,11 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Makes room in the row cache for `count` more rows (before a fetch registers them).
     func reserveRowCacheCapacity(_ count: Int) {
-        state.withLock { $0.rowCache.reserveCapacity($0.rowCache.count + count) }
+        state.withLock { state in
+            // Grown geometrically (see `fetchObjects`), never rehashed to an exact fit.
+            guard state.rowCache.capacity - state.rowCache.count < count else { return }
+            state.rowCache.reserveCapacity(Swift.max(state.rowCache.count + count, state.rowCache.capacity * 2))
+        }
     }
 
     /// Releases a row retained with ``retainRow(_:)``.
@@ -191,12 +199,14 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Empties the row cache: after a batch request changed rows behind every
     /// context's back, faults fire from the stores again.
     func forgetCachedRows() {
+        rowGeneration.add(1, ordering: .releasing)
         state.withLock { $0.rowCache.removeAll() }
     }
 
     /// Replaces a cached row with a newer version read from the store (after an
     /// optimistic locking conflict, or another coordinator's save).
     func updateCachedRow(_ row: RowSnapshot) {
+        rowGeneration.add(1, ordering: .releasing)
         state.withLock { state in
             guard var entry = state.rowCache[row.objectID], entry.row.version < row.version else { return }
             entry.row = row
@@ -247,6 +257,7 @@ public final class PersistentStoreCoordinator: Sendable {
             }
             try store.save(storeChanges)
         }
+        rowGeneration.add(1, ordering: .releasing)
         state.withLock { state in
             for row in changes.updated {
                 // Another save may have cached a newer version meanwhile.

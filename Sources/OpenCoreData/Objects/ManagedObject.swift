@@ -41,13 +41,35 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The values, indexed like `entity.allProperties`; nil while a fault.
     var storage: [SnapshotValue]?
     /// The row as last read from or saved to the store; nil for a new object.
-    var committed: RowSnapshot?
+    var committed: RowSnapshot? {
+        get { committedRowValues.map { RowSnapshot(objectID: objectID, version: committedVersion, values: $0) } }
+        set {
+            committedRowValues = newValue?.values
+            committedVersion = newValue?.version ?? 0
+        }
+    }
+    /// The committed row's values and version, kept apart from its ID (the
+    /// object's own): an object is smaller and a save touches less memory.
+    var committedRowValues: [SnapshotValue]?
+    var committedVersion: Int64 = 0
     /// The values when the current event began, for `changedValuesForCurrentEvent()`.
     var eventStart: [SnapshotValue]?
     var insertedFlag = false
     var deletedFlag = false
     /// Set when the object's row is retained in the coordinator's row cache.
     var rowCacheOwner: PersistentStoreCoordinator?
+    /// A fault's row as fetched, and the coordinator's row generation when the
+    /// fetch began (see `ManagedObjectContext.makeFault`).
+    var faultRow: RowSnapshot? {
+        get { faultRowValues.map { RowSnapshot(objectID: objectID, version: faultRowVersion, values: $0) } }
+        set {
+            faultRowValues = newValue?.values
+            faultRowVersion = newValue?.version ?? 0
+        }
+    }
+    private var faultRowValues: [SnapshotValue]?
+    private var faultRowVersion: Int64 = 0
+    var faultRowGeneration = -1
     /// The object's latest context registry entry (earlier ones chained from it),
     /// marked dead when the object goes.
     var registryEntry: ManagedObjectContext.WeakObject?
@@ -114,7 +136,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The indexes of properties whose value differs from the committed row.
     func changedIndexes() -> [Int] {
         guard let storage else { return [] }
-        guard let committed else {
+        guard let committedValues = committedRowValues else {
             return storage.indices.filter { index in
                 switch storage[index] {
                 case .attribute(let v): return !v.isNull
@@ -124,7 +146,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             }
         }
         return storage.indices.filter { index in
-            index < committed.values.count && !ManagedObject.same(storage[index], committed.values[index])
+            index < committedValues.count && !ManagedObject.same(storage[index], committedValues[index])
         }
     }
 

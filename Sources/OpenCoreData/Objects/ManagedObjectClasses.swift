@@ -17,6 +17,9 @@ public enum ManagedObjectClasses {
     /// (cached on the entity) is valid while the generation is unchanged.
     private static let generation = Atomic<Int>(0)
     private static let models = Mutex<[WeakModel]>([])
+    /// The classes registered already: every new object registers its class, and
+    /// naming a class (reflection) costs far more than this lookup.
+    private static let registered = Mutex<Set<ObjectIdentifier>>([])
 
     private struct WeakModel: @unchecked Sendable {
         // Models are frozen (immutable) before they are registered; see PropertyDescription.
@@ -30,6 +33,7 @@ public enum ManagedObjectClasses {
 
     static func register(_ type: ManagedObject.Type) {
         guard type != ManagedObject.self else { return }
+        guard registered.withLock({ $0.insert(ObjectIdentifier(type)).inserted }) else { return }
         let name = String(describing: type)
         let qualified = String(reflecting: type)
         let added = classes.withLock { classes -> Bool in

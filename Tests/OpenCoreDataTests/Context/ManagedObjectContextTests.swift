@@ -88,8 +88,20 @@ struct ManagedObjectContextTests {
         let eager = FetchRequest<Mood>(entityName: "Mood")
         eager.returnsObjectsAsFaults = false
         let third = stack.newContext()
-        #expect(try third.fetch(eager).allSatisfy { !$0.isFault })
-        #expect(stack.coordinator.rowCacheCount > 0)
+        let eagerMoods = try third.fetch(eager)
+        #expect(eagerMoods.allSatisfy { !$0.isFault })
+
+        // A fault made from a fetched row that another context's save changed since
+        // fires with the saved values, not the fetched ones.
+        let fourth = stack.newContext()
+        let faults = try fourth.fetch(FetchRequest<Mood>(entityName: "Mood"))
+        let target = try #require(faults.first { $0.isFault })
+        let editor = stack.newContext()
+        let edited = try editor.existingObject(with: target.objectID)
+        edited.setValue(5, forKey: "rating")
+        try editor.save()
+        #expect(target.isFault)
+        #expect(target.attributeValue(forKey: "rating") == .int(5))
 
         // refresh turns an object back into a fault.
         other.refresh(fetched, mergeChanges: false)

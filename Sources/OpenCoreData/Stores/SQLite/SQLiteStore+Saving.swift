@@ -30,13 +30,47 @@ extension SQLiteStore {
         try write("saving") { db in
             let tombstones = try history?.tombstones(of: changes.deleted, schema: schema, db) ?? [:]
             var plans: [ObjectIdentifier: InsertPlan] = [:]
-            for row in changes.inserted {
-                let key = ObjectIdentifier(row.objectID.entity)
-                if plans[key] == nil { plans[key] = try insertPlan(for: row.objectID, db) }
-                if let plan = plans[key] { try insert(row, plan) }
+            var last: (entity: ObjectIdentifier, plan: InsertPlan)?
+            for index in changes.inserted.indices {
+                let key = ObjectIdentifier(changes.inserted[index].objectID.entity)
+                let plan: InsertPlan
+                if let last, last.entity == key {
+                    plan = last.plan
+                } else if let known = plans[key] {
+                    plan = known
+                } else {
+                    plan = try insertPlan(for: changes.inserted[index].objectID, db)
+                    plans[key] = plan
+                }
+                last = (key, plan)
+                try insert(changes.inserted[index], plan)
             }
-            for row in changes.updated { try update(row, changed: changes.changedProperties[row.objectID], db) }
-            for (id, version) in changes.deleted { try delete(id, version: version, db) }
+            var updates: [UpdateKey: UpdatePlan] = [:]
+            for row in changes.updated {
+                guard row.objectID.primaryKey != nil else { continue }
+                let indexes = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
+                let key = UpdateKey(entity: ObjectIdentifier(row.objectID.entity), indexes: indexes)
+                let plan: UpdatePlan
+                if let known = updates[key] {
+                    plan = known
+                } else {
+                    plan = try updatePlan(for: row, indexes: indexes, db)
+                    updates[key] = plan
+                }
+                try update(row, plan, db)
+            }
+            var deletes: [ObjectIdentifier: DeletePlan] = [:]
+            for (id, version) in changes.deleted {
+                let key = ObjectIdentifier(id.entity)
+                let plan: DeletePlan
+                if let known = deletes[key] {
+                    plan = known
+                } else {
+                    plan = try deletePlan(for: id, db)
+                    deletes[key] = plan
+                }
+                try delete(id, version: version, plan, db)
+            }
             for row in changes.inserted where plans[ObjectIdentifier(row.objectID.entity)]?.hasToMany ?? true {
                 try writeToMany(row, changed: nil, db)
             }
@@ -80,11 +114,6 @@ extension SQLiteStore {
             guard index < properties.count, let storage = schema.storage(for: properties[index], in: entity) else { return nil }
             return (index, properties[index], storage)
         }
-    }
-
-    /// The column assignments of the properties at `indexes` of a row.
-    private func assignments(_ row: RowSnapshot, indexes: [Int]) throws -> [(String, DatabaseValue)] {
-        try assignments(row, storages: storages(of: row.objectID.entity, indexes: indexes))
     }
 
     /// The column assignments of a row's properties, given where they are stored.
@@ -145,13 +174,22 @@ extension SQLiteStore {
 
     /// How the rows of one entity are inserted during one save: the statement
     /// (built and prepared once), the entity number, and where each property goes.
-    private struct InsertPlan {
+    private final class InsertPlan {
         let statement: Statement
         let entityNumber: Int
         let columns: [String]
         let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
         /// Whether the entity has to-many relationships (written after the rows).
         let hasToMany: Bool
+
+        init(statement: Statement, entityNumber: Int, columns: [String],
+             storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)], hasToMany: Bool) {
+            self.statement = statement
+            self.entityNumber = entityNumber
+            self.columns = columns
+            self.storages = storages
+            self.hasToMany = hasToMany
+        }
     }
 
     private func insertPlan(for id: ObjectID, _ db: Database) throws -> InsertPlan {
@@ -223,23 +261,77 @@ extension SQLiteStore {
             }
         }
         guard code == SQLITE_OK else {
-            throw CoreDataError(.persistentStoreSave, "SQLite could not bind parameter \(index) of an insert (code \(code))")
+            throw CoreDataError(.persistentStoreSave, "SQLite could not bind parameter \(index) of a statement of the save (code \(code))")
         }
     }
 
-    private func update(_ row: RowSnapshot, changed: [Int]?, _ db: Database) throws {
+    /// The statements of a save are prepared once per entity (and, for updates, per
+    /// set of changed properties) and bound through SQLite's C API row after row.
+    private struct UpdateKey: Hashable {
+        let entity: ObjectIdentifier
+        let indexes: [Int]
+    }
+
+    /// How rows of one entity with one set of changed properties are updated.
+    private struct UpdatePlan {
+        let statement: Statement
+        let columns: [String]
+        let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
+    }
+
+    private func updatePlan(for row: RowSnapshot, indexes: [Int], _ db: Database) throws -> UpdatePlan {
+        let storages = storages(of: row.objectID.entity, indexes: indexes)
+        let columns = try assignments(row, storages: storages).map(\.0)
+        let sets = ["Z_OPT = Z_OPT + 1"] + columns.map { "\(SQLiteIdentifier.quoted($0)) = ?" }
+        let statement = try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?")
+        statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: columns.count + 2)))
+        return UpdatePlan(statement: statement, columns: columns, storages: storages)
+    }
+
+    private func update(_ row: RowSnapshot, _ plan: UpdatePlan, _ db: Database) throws {
         guard let pk = row.objectID.primaryKey else { return }
-        let values = try assignments(row, indexes: changed ?? Array(row.values.indices))
-        var sets = ["Z_OPT = Z_OPT + 1"]
-        var arguments: [DatabaseValue] = []
-        for (column, value) in values {
-            sets.append("\(SQLiteIdentifier.quoted(column)) = ?")
-            arguments.append(value)
+        let handle = plan.statement.sqliteStatement
+        sqlite3_reset(handle)
+        var bound = 0
+        var matches = true
+        try forEachAssignment(row, storages: plan.storages) { column, value in
+            guard bound < plan.columns.count, column == plan.columns[bound] else { matches = false; return }
+            bound += 1
+            try bind(value.storage, at: Int32(bound), handle)
         }
-        arguments.append(pk.databaseValue)
-        arguments.append(row.version.databaseValue)
-        try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?").execute(arguments: StatementArguments(arguments))
+        guard matches, bound == plan.columns.count else {
+            throw CoreDataError(.persistentStoreSave, "Can't update \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
+                                entityName: row.objectID.entityName)
+        }
+        try bind(.int64(pk), at: Int32(bound + 1), handle)
+        try bind(.int64(row.version), at: Int32(bound + 2), handle)
+        try plan.statement.execute()
         if db.changesCount != 1 { throw versionConflict(row.objectID) }
+    }
+
+    /// How rows of one entity are deleted: with and without a version check, and
+    /// the join-table rows of its many-to-many relationships.
+    private struct DeletePlan {
+        let checked: Statement
+        let unchecked: Statement
+        let joinRows: [Statement]
+    }
+
+    private func deletePlan(for id: ObjectID, _ db: Database) throws -> DeletePlan {
+        let table = try table(id)
+        let checked = try db.cachedStatement(sql: "DELETE FROM \(table) WHERE Z_PK = ? AND Z_OPT = ?")
+        checked.setUncheckedArguments([0, 0])
+        let unchecked = try db.cachedStatement(sql: "DELETE FROM \(table) WHERE Z_PK = ?")
+        unchecked.setUncheckedArguments([0])
+        var joinRows: [Statement] = []
+        for property in id.entity.allProperties {
+            guard let relationship = property as? RelationshipDescription,
+                  case .joinTable(let join)? = schema.storage(for: relationship, in: id.entity) else { continue }
+            let statement = try db.cachedStatement(sql: "DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?")
+            statement.setUncheckedArguments([0])
+            joinRows.append(statement)
+        }
+        return DeletePlan(checked: checked, unchecked: unchecked, joinRows: joinRows)
     }
 
     private func versionConflict(_ id: ObjectID) -> CoreDataError {
@@ -248,19 +340,20 @@ extension SQLiteStore {
     }
 
     /// Deletes a row; `version` > 0 is the version it must still have.
-    private func delete(_ id: ObjectID, version: Int64, _ db: Database) throws {
+    private func delete(_ id: ObjectID, version: Int64, _ plan: DeletePlan, _ db: Database) throws {
         guard let pk = id.primaryKey else { return }
-        if version > 0 {
-            try db.cachedStatement(sql: "DELETE FROM \(try table(id)) WHERE Z_PK = ? AND Z_OPT = ?").execute(arguments: [pk, version])
-            if db.changesCount != 1 { throw versionConflict(id) }
-        } else {
-            try db.cachedStatement(sql: "DELETE FROM \(try table(id)) WHERE Z_PK = ?").execute(arguments: [pk])
-        }
+        let statement = version > 0 ? plan.checked : plan.unchecked
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        try bind(.int64(pk), at: 1, handle)
+        if version > 0 { try bind(.int64(version), at: 2, handle) }
+        try statement.execute()
+        if version > 0 && db.changesCount != 1 { throw versionConflict(id) }
         // Join-table rows of the object's many-to-many relationships go with it.
-        for property in id.entity.allProperties {
-            guard let relationship = property as? RelationshipDescription,
-                  case .joinTable(let join)? = schema.storage(for: relationship, in: id.entity) else { continue }
-            try db.cachedStatement(sql: "DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?").execute(arguments: [pk])
+        for join in plan.joinRows {
+            sqlite3_reset(join.sqliteStatement)
+            try bind(.int64(pk), at: 1, join.sqliteStatement)
+            try join.execute()
         }
     }
 
