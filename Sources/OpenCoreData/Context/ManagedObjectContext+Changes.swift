@@ -17,12 +17,7 @@ extension ManagedObjectContext {
             guard let relationship = object.entity.allProperties[index] as? RelationshipDescription else { return [] }
             let loaded = sourceRelatedObjects(of: object.objectID, relationship: relationship)
             let ids = loaded?.map(\.objectID) ?? (try? sourceRelatedObjectIDs(of: object.objectID, relationship: relationship)) ?? []
-            object.storage?[index] = .toMany(ids)
-            if var committed = object.committed, index < committed.values.count {
-                committed.values[index] = .toMany(ids)
-                object.committed = committed
-            }
-            if object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
+            fillToManyFault(of: object, at: index, with: ids)
             return loaded ?? ids.map { self.object(with: $0) }
         case .attribute:
             return []
@@ -34,8 +29,12 @@ extension ManagedObjectContext {
     /// not registered yet become faults whose rows wait in the row cache, so firing
     /// them costs no further query. Nil: ask for the IDs instead.
     func sourceRelatedObjects(of id: ObjectID, relationship: RelationshipDescription) -> [ManagedObject]? {
-        guard sharesRowCache, let coordinator = persistentStoreCoordinator,
-              let rows = (try? coordinator.relatedRows(of: id, relationship: relationship)) ?? nil else { return nil }
+        guard sharesRowCache, let coordinator = persistentStoreCoordinator else { return nil }
+        // Read before the rows, as for a fetch: the faults trust their rows only
+        // while no save has changed any row since (see `makeFault`).
+        let generation = coordinator.rowGeneration.load(ordering: .acquiring)
+        guard let rows = (try? coordinator.relatedRows(of: [id], relationship: relationship))??.first else { return nil }
+        rowGenerationAtFetch = generation
         return rows.map { row in
             guard let registered = registry[row.objectID]?.object else { return makeFault(row.objectID, row: row) }
             if registered.isFault, registered.rowCacheOwner == nil {
@@ -44,6 +43,19 @@ extension ManagedObjectContext {
             }
             return registered
         }
+    }
+
+    /// Gives the to-many fault at `index` of `object` its members: the relationship
+    /// is loaded, and stays unchanged (its committed value is the same).
+    func fillToManyFault(of object: ManagedObject, at index: Int, with ids: [ObjectID]) {
+        object.storage?[index] = .toMany(ids)
+        if var committed = object.committed, index < committed.values.count {
+            // Cleared first, so that the write below does not copy the values.
+            object.committed = nil
+            committed.values[index] = .toMany(ids)
+            object.committed = committed
+        }
+        if object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
     }
 
     /// Makes `destination`'s inverse of `relationship` include `source`.

@@ -189,6 +189,11 @@ extension ManagedObjectContext {
         let relevant = sources.filter { $0.entity.relationshipsByName[name] === relationship && !$0.objectID.isTemporaryID }
         // The sources get their values (from the row cache, filled by the fetch).
         for object in relevant where object.isFault { fireFault(object) }
+        // A to-many relationship: the store reads every source's members at once, when it can.
+        if relationship.isToMany, sharesRowCache, let coordinator = persistentStoreCoordinator,
+           let grouped = try coordinator.relatedRows(of: relevant.map(\.objectID), relationship: relationship) {
+            return fillPrefetched(grouped, of: relevant, relationship: relationship)
+        }
         if relationship.isToMany {
             guard let inverse = relationship.inverseRelationship else { return [] }
             let uris = relevant.map { AttributeValue.uri($0.objectID.uriRepresentation()) }
@@ -211,21 +216,7 @@ extension ManagedObjectContext {
         }
         let rows = try sourceRows(fetch)
         var fetched: [ObjectID: ManagedObject] = [:]
-        for row in rows {
-            let object: ManagedObject
-            if let registered = registry[row.objectID]?.object {
-                object = registered
-                if object.isFault {
-                    load(row, into: object)
-                    object.awakeFromFetch()
-                }
-            } else {
-                object = makeFault(row.objectID, row: row)
-                load(row, into: object)
-                object.awakeFromFetch()
-            }
-            fetched[row.objectID] = object
-        }
+        for row in rows { fetched[row.objectID] = prefetchedObject(row) }
         // Each source keeps its destinations alive; to-many relationships whose
         // inverse is a to-one are filled in from the fetched rows.
         var members: [ObjectID: [ObjectID]] = [:]
@@ -240,11 +231,7 @@ extension ManagedObjectContext {
                 if let inverse = relationship.inverseRelationship, !inverse.isToMany, !relationship.isOrdered,
                    case .toMany(nil)? = object.storage?[index] {
                     let ids = members[object.objectID] ?? []
-                    object.storage?[index] = .toMany(ids)
-                    if var committed = object.committed, index < committed.values.count {
-                        committed.values[index] = .toMany(ids)
-                        object.committed = committed
-                    }
+                    fillToManyFault(of: object, at: index, with: ids)
                     object.prefetchedObjects += ids.compactMap { fetched[$0] }
                 } else {
                     let ids = members[object.objectID] ?? []
@@ -264,5 +251,51 @@ extension ManagedObjectContext {
             }
         }
         return Array(fetched.values)
+    }
+
+    /// The object of a prefetched row: the registered one (loaded with the row if
+    /// it is a fault), else a new one loaded with it.
+    private func prefetchedObject(_ row: RowSnapshot) -> ManagedObject {
+        if let registered = registry[row.objectID]?.object {
+            if registered.isFault {
+                load(row, into: registered)
+                registered.awakeFromFetch()
+            }
+            return registered
+        }
+        // Loaded at once: the object holds its row, the row cache is not involved.
+        let object = makeFault(row.objectID, row: nil)
+        load(row, into: object)
+        object.awakeFromFetch()
+        return object
+    }
+
+    /// Registers the destination rows of each source's to-many relationship (as
+    /// the store read them, source by source), fills in the relationships that are
+    /// still faults, and makes each source keep its destinations alive. Returns the
+    /// destinations, each once.
+    private func fillPrefetched(_ grouped: [[RowSnapshot]], of sources: [ManagedObject],
+                                relationship: RelationshipDescription) -> [ManagedObject] {
+        var destinations: [ManagedObject] = []
+        // Without a to-one inverse, a destination may belong to several sources.
+        let shared = relationship.inverseRelationship?.isToMany != false
+        var seen = Set<ObjectIdentifier>()
+        // Room for every destination in the registry, made once.
+        registry.reserveCapacity(registry.count + grouped.reduce(0) { $0 + $1.count })
+        for (source, rows) in zip(sources, grouped) {
+            var members: [ManagedObject] = []
+            members.reserveCapacity(rows.count)
+            for row in rows { members.append(prefetchedObject(row)) }
+            if let index = source.entity.propertyIndex(named: relationship.name), case .toMany(nil)? = source.storage?[index] {
+                fillToManyFault(of: source, at: index, with: members.map(\.objectID))
+            }
+            if source.prefetchedObjects.isEmpty { source.prefetchedObjects = members } else { source.prefetchedObjects += members }
+            if shared {
+                for member in members where seen.insert(ObjectIdentifier(member)).inserted { destinations.append(member) }
+            } else {
+                destinations += members
+            }
+        }
+        return destinations
     }
 }

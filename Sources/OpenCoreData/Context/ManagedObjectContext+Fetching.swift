@@ -25,8 +25,11 @@ extension ManagedObjectContext {
         if request.resultType == .managedObjectID, let ids = try storedObjectIDs(request) {
             return ids.compactMap { $0 as? Result }
         }
-        let objects = try fetchObjects(request)
-        if !request.relationshipKeyPathsForPrefetching.isEmpty {
+        // Prefetching reads the objects' relationships: they are loaded with the
+        // fetch rather than made faults and fired at once.
+        let prefetching = !request.relationshipKeyPathsForPrefetching.isEmpty
+        let objects = try fetchObjects(request, asFaults: request.returnsObjectsAsFaults && !prefetching)
+        if prefetching {
             try prefetch(request.relationshipKeyPathsForPrefetching, for: objects)
         }
         switch request.resultType {
@@ -86,7 +89,10 @@ extension ManagedObjectContext {
         strong.values.contains { $0.hasChanges && $0.entity.isKindOf(entity: entity) }
     }
 
-    func fetchObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
+    /// The objects a request matches. `asFaults` (default: the request's
+    /// `returnsObjectsAsFaults`) false loads them with the fetched rows.
+    func fetchObjects<Result>(_ request: FetchRequest<Result>, asFaults: Bool? = nil) throws -> [ManagedObject] {
+        let asFaults = asFaults ?? request.returnsObjectsAsFaults
         assertOnQueue("fetch(_:)")
         let entity = try resolveEntity(request)
         guard let coordinator = persistentStoreCoordinator else {
@@ -114,13 +120,13 @@ extension ManagedObjectContext {
         if registry.capacity - registry.count < rows.count {
             registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
         }
-        if fetch.includesPropertyValues && request.returnsObjectsAsFaults && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
+        if fetch.includesPropertyValues && asFaults && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
         for row in rows {
             let object: ManagedObject
             if let registered = registry[row.objectID]?.object {
                 object = registered
                 if !fetch.includesPropertyValues { objects.append(object); continue }
-                if object.isFault && !request.returnsObjectsAsFaults {
+                if object.isFault && !asFaults {
                     load(row, into: object)
                     object.awakeFromFetch()
                 } else if !object.isFault && request.shouldRefreshRefetchedObjects {
@@ -128,7 +134,7 @@ extension ManagedObjectContext {
                 }
             } else if !fetch.includesPropertyValues {
                 object = makeFault(row.objectID, row: nil)
-            } else if request.returnsObjectsAsFaults {
+            } else if asFaults {
                 // The row waits in the coordinator's row cache for the fault to fire.
                 object = makeFault(row.objectID, row: row)
             } else {

@@ -222,11 +222,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return try store.relatedObjectIDs(of: id, relationship: relationship)
     }
 
-    /// The destination rows of a to-many relationship in one read, when the store
-    /// can (see ``PersistentStore/relatedRows(of:relationship:)``).
-    func relatedRows(of id: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? {
-        guard let store = store(for: id) else { return [] }
-        return try store.relatedRows(of: id, relationship: relationship)
+    /// The destination rows of a to-many relationship for each of `ids` (all in one
+    /// store) in one read, when the store can (see
+    /// ``PersistentStore/relatedRows(of:relationship:)``).
+    func relatedRows(of ids: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? {
+        guard let first = ids.first else { return [] }
+        guard let store = store(for: first) else { return nil }
+        if ids.count > 1, !ids.allSatisfy({ $0.storeIdentifier == first.storeIdentifier }) { return nil }
+        return try store.relatedRows(of: ids, relationship: relationship)
     }
 
     func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {

@@ -104,27 +104,34 @@ extension ManagedObjectContext {
     }
 
     /// The objects of `ids`, in order, registered with their values: the rows of
-    /// those not loaded yet come from one store query.
+    /// those not loaded yet come from one store query. Each ID is looked up in the
+    /// registry once; rows are matched to their positions by primary key (the IDs
+    /// of one fetch share a table, so keys are unique among them).
     func loadBatch(_ ids: [ObjectID], entity: EntityDescription) -> [ManagedObject] {
-        let missing = ids.filter { id in
-            guard !id.isTemporaryID else { return false }
-            guard let object = registry[id]?.object else { return true }
-            return object.isFault
+        var objects = ids.map { registry[$0]?.object }
+        var missing: [ObjectID] = []
+        var positions: [Int64: Int] = [:]
+        for (position, id) in ids.enumerated() {
+            guard let pk = id.primaryKey, objects[position]?.isFault ?? true else { continue }
+            missing.append(id)
+            positions[pk] = position
         }
         if !missing.isEmpty {
             let rows = (try? batchRows(missing, entity: entity)) ?? []
-            var loaded: [ObjectID: ManagedObject] = [:]
+            registry.reserveCapacity(registry.count + rows.count)
             for row in rows {
-                let object = registry[row.objectID]?.object ?? makeFault(row.objectID, row: row)
+                guard let pk = row.objectID.primaryKey, let position = positions[pk] else { continue }
+                // Loaded at once: the object holds its row, the row cache is not involved.
+                let object = objects[position] ?? makeFault(row.objectID, row: nil)
                 if object.isFault {
                     load(row, into: object)
                     object.awakeFromFetch()
                 }
-                loaded[row.objectID] = object
+                objects[position] = object
             }
-            return ids.map { loaded[$0] ?? object(with: $0) }
         }
-        return ids.map { object(with: $0) }
+        // IDs without a row (deleted since the IDs were fetched) are faults.
+        return zip(ids, objects).map { id, object in object ?? self.object(with: id) }
     }
 
     /// The rows of `ids`: one read by primary key when the context reads the store

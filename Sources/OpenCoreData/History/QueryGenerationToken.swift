@@ -252,8 +252,8 @@ extension SQLiteStore {
     public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
         try relatedObjectIDs(of: objectID, relationship: relationship, in: nil)
     }
-    public func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? {
-        try relatedRows(of: objectID, relationship: relationship, in: nil)
+    public func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? {
+        try relatedRows(of: objectIDs, relationship: relationship, in: nil)
     }
     public func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? {
         try rows(for: objectIDs, of: entity, in: nil)

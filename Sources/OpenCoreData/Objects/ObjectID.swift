@@ -25,7 +25,15 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The entity of the object.
     public let entity: EntityDescription
     /// The identifier (UUID) of the store holding the object; nil while temporary.
-    public let storeIdentifier: String?
+    public var storeIdentifier: String? {
+        if case .temporary = key { return nil }
+        return store
+    }
+    /// The store identifier ("" while temporary). Stored as a plain `String`: a
+    /// stored `String?` made every copy of an ID go through `Optional`'s generic
+    /// value witness (the compiler merges the outlined copies of optionals), some
+    /// 160 instructions where a retain does.
+    private let store: String
     let key: Key
 
     /// A temporary ID is a number from a process-wide counter (shown as a UUID:
@@ -57,14 +65,14 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// A new temporary ID for an inserted object.
     init(temporaryFor entity: EntityDescription) {
         self.entity = entity
-        self.storeIdentifier = nil
+        self.store = ""
         self.key = .temporary(temporaryIDCounter.add(1, ordering: .relaxed).newValue)
     }
 
     /// The permanent ID of the row `primaryKey` of `entity` in the store `storeIdentifier`.
     public init(entity: EntityDescription, storeIdentifier: String, primaryKey: Int64) {
         self.entity = entity
-        self.storeIdentifier = storeIdentifier
+        self.store = storeIdentifier
         self.key = .permanent(primaryKey)
     }
 
@@ -89,7 +97,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         let name = entity.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entity.name
         let text: String
         switch key {
-        case .permanent(let pk): text = "x-coredata://\(storeIdentifier ?? "")/\(name)/p\(pk)"
+        case .permanent(let pk): text = "x-coredata://\(store)/\(name)/p\(pk)"
         case .temporary(let number): text = "x-coredata:///\(name)/t\(ObjectID.temporaryUUID(number).uuidString)"
         }
         return URL(string: text) ?? URL(fileURLWithPath: "/invalid-object-id")
@@ -104,7 +112,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
         lhs.key == rhs.key && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
-            && lhs.storeIdentifier == rhs.storeIdentifier
+            && lhs.store == rhs.store
     }
 
     public func hash(into hasher: inout Hasher) {

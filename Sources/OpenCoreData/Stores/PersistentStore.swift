@@ -37,20 +37,26 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The IDs of the objects a to-many relationship of `objectID` holds, in order
     /// for an ordered relationship.
     func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID]
-    /// The rows of the objects a to-many relationship of `objectID` holds, in order
-    /// for an ordered relationship, read with one query; nil when the store has no
-    /// cheaper way than ``relatedObjectIDs(of:relationship:)`` and ``row(for:)``.
-    /// Stores get a nil implementation for free.
+    /// The rows of the objects the to-many relationship `relationship` holds, for
+    /// each of `objectIDs` (the result is in the same order; each source's rows in
+    /// the relationship's order when it is ordered), read with one query or a few
+    /// whatever the number of sources; nil when the store has no cheaper way than
+    /// ``relatedObjectIDs(of:relationship:)`` and ``row(for:)``. Stores get a nil
+    /// implementation for free.
     ///
-    /// Firing a to-many fault, a context puts these rows into the coordinator's row
+    /// Firing a to-many fault (one source) or prefetching a to-many relationship
+    /// (every fetched object), a context puts these rows into the coordinator's row
     /// cache, so the destination faults fire without going to the store again:
     ///
     /// ```swift
-    /// for child in parent.objects(forRelationship: "children") {   // one query
-    ///     _ = child.value(forKey: "name")                          // no query
+    /// request.relationshipKeyPathsForPrefetching = ["children"]
+    /// for parent in try context.fetch(request) {                     // two queries
+    ///     for child in parent.objects(forRelationship: "children") {
+    ///         _ = child.value(forKey: "name")                        // no query
+    ///     }
     /// }
     /// ```
-    func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]?
+    func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]?
     /// The rows of `objectIDs` (all of `entity` or its subentities) with one read,
     /// in any order, leaving out those the store does not have; nil when the store
     /// has no cheaper way than a fetch with a `SELF IN` predicate. Stores get a nil
@@ -81,7 +87,7 @@ public protocol PersistentStore: AnyObject, Sendable {
 
 extension PersistentStore {
     /// No single-query read of a relationship's rows: contexts ask for the IDs.
-    public func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [RowSnapshot]? { nil }
+    public func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? { nil }
     /// No single read of several rows by ID: contexts fetch them with a predicate.
     public func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? { nil }
 }

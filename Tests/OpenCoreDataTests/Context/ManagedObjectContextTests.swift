@@ -109,6 +109,49 @@ struct ManagedObjectContextTests {
         #expect(fetched.value(forKey: "numericISO3166Code") as? Int == 0)
     }
 
+    @Test("To-ones read back from SQLite name the destination's own entity: a subentity, the declared one, none")
+    func toOneToSubentities() throws {
+        let model = try ManagedObjectModel {
+            Entity("Pet") {
+                Attribute("name", .string)
+                Relationship("owners", to: "Owner", inverse: "pet", toMany: true)
+            }
+            Entity("Dog", parent: "Pet") {}
+            Entity("Owner") {
+                Attribute("name", .string)
+                Relationship("pet", to: "Pet", inverse: "owners")
+                Relationship("friend", to: "Owner", inverse: "friendOf")
+                Relationship("friendOf", to: "Owner", inverse: "friend", toMany: true)
+            }
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("Pets.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        let dog = ManagedObject(entity: model.entitiesByName["Dog"]!, insertInto: context)
+        let pet = ManagedObject(entity: model.entitiesByName["Pet"]!, insertInto: context)
+        var owners: [ManagedObject] = []
+        for (index, destination) in [dog, pet, nil].enumerated() {
+            let owner = ManagedObject(entity: model.entitiesByName["Owner"]!, insertInto: context)
+            owner.setValue("o\(index)", forKey: "name")
+            owner.setValue(destination, forKey: "pet")
+            owners.append(owner)
+        }
+        owners[0].setValue(owners[1], forKey: "friend")
+        try context.save()
+
+        let other = ManagedObjectContext(concurrencyType: .mainQueue)
+        other.persistentStoreCoordinator = coordinator
+        let request = FetchRequest<ManagedObject>(entityName: "Owner")
+        request.sortDescriptors = [CoreSortDescriptor(key: "name")]
+        let fetched = try other.fetch(request)
+        #expect(fetched.map { ($0.value(forKey: "pet") as? ManagedObject)?.objectID } == [dog.objectID, pet.objectID, nil])
+        #expect((fetched[0].value(forKey: "pet") as? ManagedObject)?.entity.name == "Dog")
+        #expect((fetched[1].value(forKey: "pet") as? ManagedObject)?.entity.name == "Pet")
+        #expect((fetched[0].value(forKey: "friend") as? ManagedObject)?.objectID == owners[1].objectID)
+        #expect(fetched[1].value(forKey: "friend") == nil)
+    }
+
     @Test("Firing a to-many fault on the SQLite store reads the destination rows with it: one-to-many, many-to-many, ordered")
     func toManyFaultCachesDestinationRows() throws {
         let stack = try TestStack(storeType: .sqlite)

@@ -172,4 +172,53 @@ struct BatchRequestTests {
         tagged.predicate = try CorePredicate(format: "tags.@count > 0")
         #expect(try third.count(for: tagged) == seed.moods.filter { !$0.tags.filter { $0 != 0 && $0 != 1 }.isEmpty }.count)
     }
+    @Test("batch delete without relationships: a predicate, a subentity, a whole table", arguments: allStoreTypes)
+    func deleteWithoutRelationships(storeType: PersistentStoreType) throws {
+        let model = try ManagedObjectModel {
+            Entity("Shape") { Attribute("size", .integer32, optional: false, defaultValue: 0) }
+            Entity("Circle", parent: "Shape") {}
+            Entity("Square", parent: "Shape") {}
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        if storeType == .sqlite {
+            try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("Shapes.sqlite"))
+        } else {
+            try coordinator.addPersistentStore(type: storeType)
+        }
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        var circles: [ManagedObject] = []
+        var squares: [ManagedObject] = []
+        for size in 0..<6 {
+            let circle = ManagedObject(entity: model.entitiesByName["Circle"]!, insertInto: context)
+            circle.setValue(size, forKey: "size")
+            circles.append(circle)
+            let square = ManagedObject(entity: model.entitiesByName["Square"]!, insertInto: context)
+            square.setValue(size, forKey: "size")
+            squares.append(square)
+        }
+        try context.save()
+        func count(_ entity: String) throws -> Int {
+            try context.count(for: FetchRequest<ManagedObject>(entityName: entity))
+        }
+
+        let small = BatchDeleteRequest(entityName: "Circle", predicate: try CorePredicate(format: "size < 2"))
+        small.resultType = .objectIDs
+        #expect(Set(try context.execute(small).objectIDs ?? []) == Set(circles.prefix(2).map(\.objectID)))
+        #expect(try count("Circle") == 4)
+        #expect(try count("Square") == 6)
+
+        let rest = BatchDeleteRequest(entityName: "Circle")
+        rest.resultType = .count
+        #expect(try context.execute(rest).count == 4)
+        #expect(try count("Circle") == 0)
+        #expect(try count("Square") == 6)
+
+        let all = BatchDeleteRequest(entityName: "Shape")
+        all.resultType = .objectIDs
+        #expect(Set(try context.execute(all).objectIDs ?? []) == Set(squares.map(\.objectID)))
+        #expect(try count("Shape") == 0)
+        // Nothing left to delete: an empty result, no error.
+        #expect(try context.execute(all).objectIDs == [])
+    }
 }

@@ -115,6 +115,43 @@ struct FetchOptionTests {
         #expect(throws: CoreDataError.self) { try stack.context.fetch(bad) }
     }
 
+    @Test("Prefetching to-many relationships of many objects on SQLite: each filled in, in order, many-to-many too")
+    func prefetchingManySources() throws {
+        let stack = try TestStack(storeType: .sqlite)
+        // 200 tags with two ordered members each (in reverse creation order), 400
+        // members with none: 600 sources, more than one query's worth of keys.
+        var expected: [String: [String]] = [:]
+        do {
+            let parents = (0..<200).map { stack.tag("p\($0)") }
+            for (index, parent) in parents.enumerated() {
+                let members = [stack.tag("m\(index)a"), stack.tag("m\(index)b")]
+                parent.add(members.reversed(), toRelationship: "ordered")
+                expected[parent.value(forKey: "name") as? String ?? ""] = ["m\(index)b", "m\(index)a"]
+            }
+            try seed.insert(into: stack)
+            stack.context.reset()
+        }
+        let request = FetchRequest<ManagedObject>(entityName: "Tag")
+        request.relationshipKeyPathsForPrefetching = ["ordered", "moods"]
+        let tags = try stack.context.fetch(request)
+        #expect(tags.count == 600 + seed.tagNames.count)
+        for tag in tags {
+            let name = tag.value(forKey: "name") as? String ?? ""
+            #expect(!tag.hasFault(forRelationshipNamed: "ordered"))
+            #expect(!tag.hasFault(forRelationshipNamed: "moods"))
+            let members = tag.objects(forRelationship: "ordered")
+            #expect(members.allSatisfy { !$0.isFault })
+            #expect(members.compactMap { $0.value(forKey: "name") as? String } == expected[name] ?? [])
+            if let position = seed.tagNames.firstIndex(of: name) {
+                // Many-to-many: each tag's moods, from the join table.
+                let ratings = tag.objects(forRelationship: "moods").compactMap { $0.value(forKey: "rating") as? Int }
+                #expect(ratings.sorted() == seed.moods.filter { $0.tags.contains(position) }.map(\.rating).sorted())
+            }
+        }
+        // Nothing changed: the filled-in relationships are not changes.
+        #expect(!stack.context.hasChanges)
+    }
+
     @Test("managedObjectID results and count(for:) include pending changes", arguments: allStoreTypes)
     func pendingChanges(storeType: PersistentStoreType) throws {
         let stack = try TestStack(storeType: storeType)

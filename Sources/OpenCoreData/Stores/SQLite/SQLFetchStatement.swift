@@ -25,7 +25,7 @@ struct SQLFetchStatement: Sendable, CustomStringConvertible {
     var collations: [SQLiteSortCollation]
 
     /// The arguments as GRDB binds them.
-    var statementArguments: StatementArguments { StatementArguments(arguments) }
+    var statementArguments: StatementArguments { StatementArguments(databaseValues: arguments) }
 
     var description: String { sql }
 
@@ -78,5 +78,15 @@ struct SQLiteSortCollation: Sendable, Hashable {
         let number = SortSelector.allCases.firstIndex(of: selector) ?? 0
         let hex = localeIdentifier.utf8.map { String(format: "%02X", $0) }.joined()
         self.name = "OCD_SORT_\(number)_\(hex)"
+    }
+}
+
+extension StatementArguments {
+    /// Positional arguments from values already converted. GRDB's initializer from
+    /// a sequence of `DatabaseValueConvertible` values is generic and converts each
+    /// one through a key path (some 2,000 instructions per value, unspecialized);
+    /// the existential form costs a witness call per value.
+    init(databaseValues values: [DatabaseValue]) {
+        self.init(values.map { $0 as (any DatabaseValueConvertible)? })
     }
 }

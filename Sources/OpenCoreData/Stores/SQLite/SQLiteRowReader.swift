@@ -33,8 +33,9 @@ final class SQLiteRowReader {
         /// An attribute whose stored value is its value (no transformer, no external file).
         case plainAttribute(column: Int, index: Int, type: AttributeType)
         case attribute(column: Int, index: Int, attribute: AttributeDescription)
-        case toOneKey(column: Int, index: Int)
-        case toOneEntity(column: Int, index: Int)
+        /// A to-one relationship: its destination's key, and the column of the
+        /// destination's entity number when the destination has subentities.
+        case toOne(keyColumn: Int, entityColumn: Int?, index: Int, declared: EntityDescription)
     }
 
     /// The reading plan of one entity (a class: rows take it without copying its
@@ -44,14 +45,11 @@ final class SQLiteRowReader {
         /// The values before any column is read: to-many faults, nil to-ones, null attributes.
         let template: [SnapshotValue]
         let actions: [Action]
-        /// The declared destination of each to-one relationship, by property index.
-        let destinations: [Int: EntityDescription]
 
-        init(entity: EntityDescription, template: [SnapshotValue], actions: [Action], destinations: [Int: EntityDescription]) {
+        init(entity: EntityDescription, template: [SnapshotValue], actions: [Action]) {
             self.entity = entity
             self.template = template
             self.actions = actions
-            self.destinations = destinations
         }
     }
 
@@ -91,7 +89,11 @@ final class SQLiteRowReader {
             }
         }
         var actions: [Action] = []
-        var destinations: [Int: EntityDescription] = [:]
+        // To-one columns by property index (the last column for an index wins), in
+        // the order the relationships first appear.
+        var toOneOrder: [Int] = []
+        var keyColumns: [Int: Int] = [:]
+        var entityColumns: [Int: Int] = [:]
         for column in columns {
             guard let index = entity.propertyIndex(named: column.property.name),
                   properties[index] === column.property || column.entity.isKindOf(entity: entity) || entity.isKindOf(entity: column.entity)
@@ -106,15 +108,18 @@ final class SQLiteRowReader {
                     actions.append(.plainAttribute(column: column.index, index: index, type: type))
                 }
             case .toOneKey:
-                actions.append(.toOneKey(column: column.index, index: index))
-                if let relationship = properties[index] as? RelationshipDescription, let declared = relationship.destinationEntity {
-                    destinations[index] = declared
-                }
+                if keyColumns[index] == nil { toOneOrder.append(index) }
+                keyColumns[index] = column.index
             case .toOneEntity:
-                actions.append(.toOneEntity(column: column.index, index: index))
+                entityColumns[index] = column.index
             }
         }
-        return Plan(entity: entity, template: template, actions: actions, destinations: destinations)
+        for index in toOneOrder {
+            guard let keyColumn = keyColumns[index], let relationship = properties[index] as? RelationshipDescription,
+                  let declared = relationship.destinationEntity else { continue }
+            actions.append(.toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], index: index, declared: declared))
+        }
+        return Plan(entity: entity, template: template, actions: actions)
     }
 
     /// The snapshot of one result row; nil when its `Z_ENT` names no entity of the model.
@@ -134,27 +139,17 @@ final class SQLiteRowReader {
         guard let number = Int.fromDatabaseValue(column(1)), let plan = plan(forNumber: number) else { return nil }
         let version = Int64.fromDatabaseValue(column(2)) ?? 1
         var values = plan.template
-        var destinationKeys: [(Int, Int64)] = []
-        var destinationEntities: [Int: Int] = [:]
         for action in plan.actions {
             switch action {
             case .plainAttribute(let columnIndex, let index, let type):
                 values[index] = .attribute(SQLiteValueEncoding.attributeValue(column(columnIndex), as: type))
             case .attribute(let columnIndex, let index, let attribute):
                 values[index] = .attribute(try store.decode(column(columnIndex), for: attribute, entity: plan.entity))
-            case .toOneKey(let columnIndex, let index):
-                if let key = Int64.fromDatabaseValue(column(columnIndex)) {
-                    destinationKeys.removeAll { $0.0 == index }
-                    destinationKeys.append((index, key))
-                }
-            case .toOneEntity(let columnIndex, let index):
-                if let number = Int.fromDatabaseValue(column(columnIndex)) { destinationEntities[index] = number }
+            case .toOne(let keyColumn, let entityColumn, let index, let declared):
+                guard let key = Int64.fromDatabaseValue(column(keyColumn)) else { continue }
+                let destination = entityColumn.flatMap { Int.fromDatabaseValue(column($0)) }.flatMap { entity(forNumber: $0) } ?? declared
+                values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: storeIdentifier, primaryKey: key))
             }
-        }
-        for (index, key) in destinationKeys {
-            guard let declared = plan.destinations[index] else { continue }
-            let destination = destinationEntities[index].flatMap { entity(forNumber: $0) } ?? declared
-            values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: storeIdentifier, primaryKey: key))
         }
         return RowSnapshot(objectID: ObjectID(entity: plan.entity, storeIdentifier: storeIdentifier, primaryKey: pk),
                            version: version, values: values)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataPredicates
 
 extension SQLiteStore {
@@ -30,13 +31,19 @@ extension SQLiteStore {
 
     /// `SELECT t0.Z_PK FROM ... WHERE ...` for the rows of a fetch.
     private func keySelect(_ fetch: StoreFetch) throws -> SQLFragment {
+        try keySelectAndCondition(fetch).select
+    }
+
+    /// The key select of a fetch, and whether it has a condition (without one,
+    /// it selects every row of the table).
+    private func keySelectAndCondition(_ fetch: StoreFetch) throws -> (select: SQLFragment, hasCondition: Bool) {
         var unsorted = fetch
         unsorted.sortDescriptors = []
         let context = try SQLTranslationContext(translator: translator, fetch: unsorted)
         let condition = try context.whereCondition()
         var sql = SQLFragment("SELECT t0.Z_PK FROM ") + context.fromClause()
         if let condition { sql += " WHERE " + condition }
-        return sql
+        return (sql, condition != nil)
     }
 
     private func matchingIDs(_ fetch: StoreFetch, _ db: Database) throws -> [ObjectID] {
@@ -45,11 +52,18 @@ extension SQLiteStore {
         let statement = try translator.selectStatement(for: unsorted, properties: [])
         try statement.prepare(db)
         var ids: [ObjectID] = []
-        let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.statementArguments)
-        while let row = try rows.next() {
-            let pk: Int64 = row[0]
-            guard let number: Int = row[1], let entity = entity(forNumber: number) else { continue }
-            ids.append(ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
+        let prepared = try db.makeStatement(sql: statement.sql)
+        let rows = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
+        // Keys and entity numbers straight from the C API; the entity looked up
+        // once per run of rows of the same entity.
+        let sqliteStatement = prepared.sqliteStatement
+        var last: (number: Int64, entity: EntityDescription?) = (-1, nil)
+        while try rows.next() != nil {
+            guard sqlite3_column_type(sqliteStatement, 1) != SQLITE_NULL else { continue }
+            let number = sqlite3_column_int64(sqliteStatement, 1)
+            if number != last.number { last = (number, entity(forNumber: Int(number))) }
+            guard let entity = last.entity else { continue }
+            ids.append(ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
         }
         return ids
     }
@@ -130,7 +144,11 @@ extension SQLiteStore {
 
     /// A delete in SQL when every relationship of the deleted entities is nullify
     /// or no-action: nullified inverse to-ones and join-table rows are cleared with
-    /// one statement each, then the rows go.
+    /// one statement each, then the rows go. The keys of the rows are put in a
+    /// temporary table first, so that every statement works on the same rows (a
+    /// nullification may change what the predicate matches); a delete with nothing
+    /// to clear is a single `DELETE` over the fetch's condition (without one, of
+    /// the whole table: SQLite then drops the rows and index entries wholesale).
     private func sqlDelete(_ fetch: StoreFetch) throws -> [ObjectID]? {
         let entities = fetch.includesSubentities ? fetch.entity.selfAndDescendants : [fetch.entity]
         // Statements over the keys in temp.ocd_batch_keys, with the mandatory
@@ -168,10 +186,19 @@ extension SQLiteStore {
             }
         }
         guard let table = schema.table(for: fetch.entity) else { return nil }
-        let keys = try keySelect(fetch)
+        let (keys, hasCondition) = try keySelectAndCondition(fetch)
         return try write("batch deleting \(fetch.entity.name)") { db -> [ObjectID] in
             let ids = try self.matchingIDs(fetch, db)
             guard !ids.isEmpty else { return [] }
+            if statements.isEmpty {
+                if hasCondition {
+                    try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (" + keys.text + ")",
+                                   arguments: StatementArguments(keys.arguments))
+                } else {
+                    try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(table))")
+                }
+                return ids
+            }
             try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS ocd_batch_keys (pk INTEGER PRIMARY KEY)")
             try db.execute(sql: "DELETE FROM temp.ocd_batch_keys")
             defer { try? db.execute(sql: "DELETE FROM temp.ocd_batch_keys") }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataPredicates
 import Synchronization
 
@@ -39,8 +40,18 @@ public final class SQLiteStore: PersistentStore {
     let history: SQLiteHistory?
     /// Remote-change notifications (nil: not requested); see RemoteChangeObserver.swift.
     let remoteChanges: RemoteChangeObserver?
-    /// The statements reading to-many destination rows, by source entity and relationship.
-    let relatedRowsQueries = Mutex<[String: RowQuery]>([:])
+    /// The statements reading to-many destination rows, by source entity, relationship
+    /// and number of source keys.
+    let relatedRowsQueries = Mutex<[RowQueryKey: RowQuery]>([:])
+
+    /// What a cached row statement is for: an entity (and a relationship of it, for
+    /// related rows) by identity, and how many keys it binds. Hashing it hashes
+    /// three integers, not the names.
+    struct RowQueryKey: Hashable {
+        let entity: ObjectIdentifier
+        let relationship: ObjectIdentifier?
+        let keys: Int
+    }
     /// Primary keys reserved in `Z_PRIMARYKEY` and not handed out yet, by root
     /// entity number (see ``newObjectIDs(for:count:)``).
     let reservedPrimaryKeys = Mutex<[Int: Range<Int64>]>([:])
@@ -64,22 +75,46 @@ public final class SQLiteStore: PersistentStore {
             self.reader = SQLiteRowReader(store: store, columns: columns)
         }
 
-        /// The snapshots of the rows of `sql` with `arguments`, read with the cached statement.
-        func rows(_ db: Database, arguments: StatementArguments) throws -> [RowSnapshot] {
+        /// The snapshots of the rows of `sql` for `keys`, read with the cached statement.
+        func rows(_ db: Database, keys: [Int64]) throws -> [RowSnapshot] {
+            var result: [RowSnapshot] = []
+            try rows(db, keys: keys) { snapshot, _ in result.append(snapshot) }
+            return result
+        }
+
+        /// Hands each row's snapshot to `body`, with the integer of the column after
+        /// the snapshot's columns (the key of the row a related row belongs to, in a
+        /// query that selects it; 0 otherwise).
+        ///
+        /// The keys are bound and the rows stepped through with the C API: GRDB's
+        /// generic argument conversion costs more than the lookup of a row by key.
+        /// The statement is GRDB's cached one, used by this query only, and left
+        /// reset.
+        func rows(_ db: Database, keys: [Int64], _ body: (RowSnapshot, Int64) -> Void) throws {
             let statement = try db.cachedStatement(sql: sql)
-            let cursor = try Row.fetchCursor(statement, arguments: arguments)
-            return try lock.withLock { _ in
-                var result: [RowSnapshot] = []
-                while try cursor.next() != nil {
-                    if let snapshot = try reader.snapshot(statement.sqliteStatement) { result.append(snapshot) }
+            let sqliteStatement = statement.sqliteStatement
+            let keyColumn = CInt(3 + columns.count)
+            let hasKey = sqlite3_column_count(sqliteStatement) > keyColumn
+            sqlite3_reset(sqliteStatement)
+            defer { sqlite3_reset(sqliteStatement) }
+            for (index, key) in keys.enumerated() { sqlite3_bind_int64(sqliteStatement, CInt(index + 1), key) }
+            try lock.withLock { _ in
+                while true {
+                    let code = sqlite3_step(sqliteStatement)
+                    if code == SQLITE_DONE { break }
+                    guard code == SQLITE_ROW else {
+                        throw DatabaseError(resultCode: ResultCode(rawValue: code),
+                                            message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+                    }
+                    guard let snapshot = try reader.snapshot(sqliteStatement) else { continue }
+                    body(snapshot, hasKey ? sqlite3_column_int64(sqliteStatement, keyColumn) : 0)
                 }
-                return result
             }
         }
     }
-    /// The statements reading rows of an entity by primary key, by entity name (and
-    /// number of keys when more than one).
-    let rowQueries = Mutex<[String: RowQuery]>([:])
+    /// The statements reading rows of an entity by primary key, by entity and number
+    /// of keys (the entities are the store's model's, alive as long as the store).
+    let rowQueries = Mutex<[RowQueryKey: RowQuery]>([:])
 
     /// Store options, as Core Data names them.
     public enum Option {
@@ -201,7 +236,7 @@ public final class SQLiteStore: PersistentStore {
     func row(for objectID: ObjectID, in snapshot: SQLiteStoreSnapshot?) throws -> RowSnapshot? {
         guard let pk = objectID.primaryKey, let query = try rowQuery(for: objectID.entity) else { return nil }
         return try read("reading \(objectID)", in: snapshot, singleStatement: true) { db in
-            try query.rows(db, arguments: [pk]).first
+            try query.rows(db, keys: [pk]).first
         }
     }
 
@@ -211,14 +246,14 @@ public final class SQLiteStore: PersistentStore {
         let keys = objectIDs.compactMap(\.primaryKey)
         guard !keys.isEmpty, let query = try rowQuery(for: entity, keys: keys.count) else { return [] }
         return try read("reading \(keys.count) \(entity.name) rows", in: snapshot, singleStatement: true) { db in
-            try query.rows(db, arguments: StatementArguments(keys))
+            try query.rows(db, keys: keys)
         }
     }
 
     /// The statement reading `keys` rows of `entity` by primary key (one: fault
     /// firing; more: a batch), made once per entity and number of keys.
     private func rowQuery(for entity: EntityDescription, keys: Int = 1) throws -> RowQuery? {
-        let key = keys == 1 ? entity.name : entity.name + "\u{0}\(keys)"
+        let key = RowQueryKey(entity: ObjectIdentifier(entity), relationship: nil, keys: keys)
         if let known = rowQueries.withLock({ $0[key] }) { return known }
         guard let table = schema.table(for: entity) else { return nil }
         var fetch = StoreFetch(entity: entity)
@@ -258,20 +293,78 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    /// The destination rows of a to-many relationship, with every column of the
-    /// destination entity, in one query (as Core Data fires a to-many fault:
-    /// `SELECT 0, t0.Z_PK, t0.Z_OPT, t0.ZNAME ... FROM ZCHILD t0 WHERE t0.ZPARENT = ?`).
-    func relatedRows(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
-        guard let pk = objectID.primaryKey, let query = try relatedRowsQuery(relationship, in: objectID.entity) else { return [] }
-        return try read("reading \(objectID).\(relationship.name)", in: snapshot, singleStatement: true) { db in
-            try query.rows(db, arguments: [pk])
+    /// The destination rows of a to-many relationship for each of `objectIDs`, with
+    /// every column of the destination entity, as Core Data fires a to-many fault
+    /// (`SELECT 0, t0.Z_PK, t0.Z_OPT, t0.ZNAME ... FROM ZCHILD t0 WHERE t0.ZPARENT = ?`)
+    /// and prefetches one for many objects (`... WHERE t0.ZPARENT IN (...)`).
+    ///
+    /// The keys go by chunks of up to ``relatedKeysPerQuery``, each chunk padded to
+    /// a few fixed sizes (repeating its last key), so that a handful of cached
+    /// statements serve any number of sources. Each row comes with its source's key,
+    /// which puts it with its source.
+    func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [[RowSnapshot]] {
+        var result = Array(repeating: [RowSnapshot](), count: objectIDs.count)
+        if objectIDs.count == 1 {
+            // Firing one fault: no grouping.
+            guard let pk = objectIDs[0].primaryKey, let query = try relatedRowsQuery(relationship, in: objectIDs[0].entity, keys: 1) else { return result }
+            result[0] = try read("reading \(objectIDs[0]).\(relationship.name)", in: snapshot, singleStatement: true) { db in
+                try query.rows(db, keys: [pk])
+            }
+            return result
         }
+        // The sources by entity (the query names the source entity's storage), each
+        // key once, with the positions it has in `objectIDs`.
+        var groups: [(entity: EntityDescription, keys: [Int64], positions: [Int64: [Int]])] = []
+        for (position, id) in objectIDs.enumerated() {
+            guard let pk = id.primaryKey else { continue }
+            var group = groups.firstIndex { $0.entity === id.entity }
+            if group == nil {
+                groups.append((id.entity, [], [:]))
+                group = groups.count - 1
+            }
+            guard let group else { continue }
+            if groups[group].positions[pk] == nil {
+                groups[group].keys.append(pk)
+                groups[group].positions[pk] = [position]
+            } else {
+                groups[group].positions[pk]?.append(position)
+            }
+        }
+        var chunks: [(query: RowQuery, arguments: [Int64], positions: [Int64: [Int]])] = []
+        for group in groups {
+            var start = 0
+            while start < group.keys.count {
+                let count = min(SQLiteStore.relatedKeysPerQuery, group.keys.count - start)
+                let size = SQLiteStore.relatedKeyBuckets.first { $0 >= count } ?? SQLiteStore.relatedKeysPerQuery
+                guard let query = try relatedRowsQuery(relationship, in: group.entity, keys: size) else { break }
+                var arguments = Array(group.keys[start..<(start + count)])
+                if let last = arguments.last { arguments += Array(repeating: last, count: size - count) }
+                chunks.append((query, arguments, group.positions))
+                start += count
+            }
+        }
+        guard !chunks.isEmpty else { return result }
+        try read("reading \(relationship.name) of \(objectIDs.count) objects", in: snapshot, singleStatement: chunks.count == 1) { db in
+            for chunk in chunks {
+                try chunk.query.rows(db, keys: chunk.arguments) { row, key in
+                    guard let positions = chunk.positions[key] else { return }
+                    for position in positions { result[position].append(row) }
+                }
+            }
+        }
+        return result
     }
 
-    /// The statement reading a to-many relationship's destination rows, made once
-    /// per source entity and relationship.
-    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription) throws -> RowQuery? {
-        let key = entity.name + "\u{0}" + relationship.name
+    /// The most source keys one related-rows query binds.
+    static let relatedKeysPerQuery = 512
+    /// The numbers of keys related-rows queries are made for (a chunk is padded to the next).
+    static let relatedKeyBuckets = [1, 8, 64, relatedKeysPerQuery]
+
+    /// The statement reading a to-many relationship's destination rows for `keys`
+    /// sources, made once per source entity, relationship and number of keys. With
+    /// more than one key, the source's key follows the destination's columns.
+    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription, keys: Int) throws -> RowQuery? {
+        let key = RowQueryKey(entity: ObjectIdentifier(entity), relationship: ObjectIdentifier(relationship), keys: keys)
         if let known = relatedRowsQueries.withLock({ $0[key] }) { return known }
         guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination),
               let storage = schema.storage(for: relationship, in: entity) else { return nil }
@@ -280,14 +373,19 @@ public final class SQLiteStore: PersistentStore {
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         var select = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
         for column in columns { select += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
+        let matching = keys == 1 ? " = ?" : " IN (" + Array(repeating: "?", count: keys).joined(separator: ", ") + ")"
         let sql: String
         switch storage {
         case .toMany(let table, let foreignKey, let order):
-            let orderBy = order.map { "t0." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
-            sql = select + " FROM \(SQLiteIdentifier.quoted(table)) t0 WHERE t0.\(SQLiteIdentifier.quoted(foreignKey)) = ? ORDER BY \(orderBy)t0.Z_PK"
+            let source = "t0." + SQLiteIdentifier.quoted(foreignKey)
+            let orderBy = (keys == 1 ? "" : source + ", ") + (order.map { "t0." + SQLiteIdentifier.quoted($0) + ", " } ?? "")
+            if keys > 1 { select += ", " + source }
+            sql = select + " FROM \(SQLiteIdentifier.quoted(table)) t0 WHERE \(source)\(matching) ORDER BY \(orderBy)t0.Z_PK"
         case .joinTable(let join):
-            let orderBy = join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? ""
-            sql = select + " FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) t0 ON t0.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE j.\(SQLiteIdentifier.quoted(join.sourceColumn)) = ? ORDER BY \(orderBy)t0.Z_PK"
+            let source = "j." + SQLiteIdentifier.quoted(join.sourceColumn)
+            let orderBy = (keys == 1 ? "" : source + ", ") + (join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? "")
+            if keys > 1 { select += ", " + source }
+            sql = select + " FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) t0 ON t0.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE \(source)\(matching) ORDER BY \(orderBy)t0.Z_PK"
         default:
             return nil
         }
@@ -395,7 +493,9 @@ public final class SQLiteStore: PersistentStore {
     /// Runs `body` on the store's connection. `singleStatement`: `body` runs one
     /// SELECT, atomic by itself, so it runs without the read transaction (`BEGIN`,
     /// `PRAGMA query_only`, `COMMIT`) that costs more than a small query.
-    func read<T>(_ action: String, in snapshot: SQLiteStoreSnapshot? = nil, singleStatement: Bool = false,
+    /// `action` names what was being done in an error's message; it is only formed
+    /// when there is an error (it often formats an object ID's URI).
+    func read<T>(_ action: @autoclosure () -> String, in snapshot: SQLiteStoreSnapshot? = nil, singleStatement: Bool = false,
                  _ body: (Database) throws -> T) throws -> T {
         do {
             if let snapshot { return try snapshot.read(body) }
@@ -404,17 +504,17 @@ public final class SQLiteStore: PersistentStore {
         } catch let error as CoreDataError {
             throw error
         } catch {
-            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action)
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action())
         }
     }
 
-    func write<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ action: @autoclosure () -> String, _ body: (Database) throws -> T) throws -> T {
         do {
             return try queue.write(body)
         } catch let error as CoreDataError {
             throw error
         } catch {
-            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action)
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: action())
         }
     }
 }
