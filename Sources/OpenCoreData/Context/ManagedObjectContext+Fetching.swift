@@ -115,12 +115,14 @@ extension ManagedObjectContext {
             fetch.fetchLimit = request.fetchLimit
         }
         let rows = try sourceRows(fetch)
+        // The generation the rows were read at (see `makeFault`), before anything
+        // the loop below runs (an object's initializer, say) fetches again.
+        let generation = rowGenerationAtFetch
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         if registry.capacity - registry.count < rows.count {
             registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
         }
-        if fetch.includesPropertyValues && asFaults && sharesRowCache { coordinator.reserveRowCacheCapacity(rows.count) }
         for row in rows {
             let object: ManagedObject
             if let registered = registry[row.objectID]?.object {
@@ -135,8 +137,8 @@ extension ManagedObjectContext {
             } else if !fetch.includesPropertyValues {
                 object = makeFault(row.objectID, row: nil)
             } else if asFaults {
-                // The row waits in the coordinator's row cache for the fault to fire.
-                object = makeFault(row.objectID, row: row)
+                // The fault keeps the row and fires from it (see `makeFault`).
+                object = makeFault(row.objectID, row: row, generation: generation)
             } else {
                 object = makeFault(row.objectID, row: nil)
                 load(row, into: object)

@@ -102,9 +102,12 @@ extension ManagedObjectContext {
             changes.inserted.append(RowSnapshot(objectID: newID ?? object.objectID, version: 1,
                                                 values: stored(remapped(object.storage ?? []), of: object.entity)))
         }
-        for object in updated {
+        // Objects whose only changes are transient write no row: their version stays.
+        var rowWritten = [Bool](repeating: false, count: updated.count)
+        for (position, object) in updated.enumerated() {
             let changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
             guard !changedIndexes.isEmpty else { continue }
+            rowWritten[position] = true
             changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedRowValues == nil ? 0 : object.committedVersion,
                                                values: stored(remapped(object.storage ?? []), of: object.entity)))
             changes.changedProperties[object.objectID] = changedIndexes
@@ -150,9 +153,9 @@ extension ManagedObjectContext {
             if !retainsRegisteredObjects { strong[key] = nil }
             insertedIDs.append(object.objectID)
         }
-        for object in updated {
+        for (position, object) in updated.enumerated() {
             object.eventStart = nil
-            object.committedVersion = (object.committedRowValues == nil ? 0 : object.committedVersion) + version
+            object.committedVersion = (object.committedRowValues == nil ? 0 : object.committedVersion) + (rowWritten[position] ? version : 0)
             object.committedRowValues = object.storage ?? []
             if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         }
@@ -261,6 +264,7 @@ extension ManagedObjectContext {
             object.deletedFlag = false
         }
         registry = [:]
+        registryCountAfterSweep = 0
         strong = [:]
         insertedObjectsByID = [:]
         deletedObjectsByID = [:]

@@ -258,7 +258,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// (`PersistentStoreCoordinator.rowGeneration`); after one, it fires from the
     /// coordinator's row cache or the store, and sees the save.
     @discardableResult
-    func makeFault(_ id: ObjectID, row: RowSnapshot?) -> ManagedObject {
+    func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil) -> ManagedObject {
         let type = ManagedObjectClasses.type(for: id.entity)
         let object = type.init(entity: id.entity, insertInto: nil)
         object.objectID = id
@@ -266,7 +266,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         register(object)
         if let row, persistentStoreCoordinator != nil, sharesRowCache {
             object.faultRow = row
-            object.faultRowGeneration = rowGenerationAtFetch
+            object.faultRowGeneration = generation ?? rowGenerationAtFetch
         }
         return object
     }
@@ -405,9 +405,13 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         object.deletedFlag = false
         deletedObjectsByID[ObjectIdentifier(object)] = nil
         // Deleted in an earlier event: observers saw it leave, now it is back.
-        if eventDeleted.removeValue(forKey: ObjectIdentifier(object)) == nil { eventInserted[ObjectIdentifier(object)] = object }
-        // Changed while deleted in this event: not recorded as updated then.
-        if object.eventStart != nil { eventUpdated[ObjectIdentifier(object)] = object }
+        if eventDeleted.removeValue(forKey: ObjectIdentifier(object)) == nil {
+            eventInserted[ObjectIdentifier(object)] = object
+        } else if object.eventStart != nil {
+            // Deleted and changed in this event (changes to a deleted object are not
+            // recorded as updates then): back, it is an updated object.
+            eventUpdated[ObjectIdentifier(object)] = object
+        }
         pendingDeletes.removeAll { $0 === object }
         if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         registerUndo { context in context.delete(object) }

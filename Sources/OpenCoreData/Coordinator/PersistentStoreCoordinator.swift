@@ -255,9 +255,11 @@ public final class PersistentStoreCoordinator: Sendable {
             guard let store = persistentStore(withIdentifier: identifier) else {
                 throw CoreDataError(.persistentStoreSave, "No persistent store with identifier '\(identifier)'")
             }
+            // Rows may have changed even if a later store fails: faults must not
+            // trust rows fetched before.
+            defer { rowGeneration.add(1, ordering: .releasing) }
             try store.save(storeChanges)
         }
-        rowGeneration.add(1, ordering: .releasing)
         state.withLock { state in
             for row in changes.updated {
                 // Another save may have cached a newer version meanwhile.

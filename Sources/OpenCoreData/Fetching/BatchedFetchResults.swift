@@ -105,8 +105,8 @@ extension ManagedObjectContext {
 
     /// The objects of `ids`, in order, registered with their values: the rows of
     /// those not loaded yet come from one store query. Each ID is looked up in the
-    /// registry once; rows are matched to their positions by primary key (the IDs
-    /// of one fetch share a table, so keys are unique among them).
+    /// registry once; rows are matched to their positions by primary key, and
+    /// checked against the whole ID.
     func loadBatch(_ ids: [ObjectID], entity: EntityDescription) -> [ManagedObject] {
         var objects = ids.map { registry[$0]?.object }
         var missing: [ObjectID] = []
@@ -118,9 +118,13 @@ extension ManagedObjectContext {
         }
         if !missing.isEmpty {
             let rows = (try? batchRows(missing, entity: entity)) ?? []
-            registry.reserveCapacity(registry.count + rows.count)
+            if registry.capacity - registry.count < rows.count {
+                registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
+            }
             for row in rows {
-                guard let pk = row.objectID.primaryKey, let position = positions[pk] else { continue }
+                // The key finds the position; the whole ID must match (an entity kept
+                // in two stores has the same keys in both).
+                guard let pk = row.objectID.primaryKey, let position = positions[pk], row.objectID == ids[position] else { continue }
                 // Loaded at once: the object holds its row, the row cache is not involved.
                 let object = objects[position] ?? makeFault(row.objectID, row: nil)
                 if object.isFault {

@@ -91,6 +91,11 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         weakAnchor.target = self
     }
 
+    deinit {
+        // Weak holders of the anchor that read it while this object goes see nil.
+        weakAnchor.target = nil
+    }
+
     func checkEditable(_ what: String) {
         if isFrozen { modelMutationFailure("entity '\(name)' (\(what))") }
     }

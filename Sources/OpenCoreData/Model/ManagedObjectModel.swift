@@ -62,6 +62,11 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         weakAnchor.target = self
     }
 
+    deinit {
+        // Weak holders of the anchor that read it while this object goes see nil.
+        weakAnchor.target = nil
+    }
+
     public var description: String { "ManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
 
     func checkEditable(_ what: String) {

@@ -31,7 +31,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     ///
     /// Core Data declares it `unowned(unsafe)`: the object does not keep its
     /// context alive. Here it turns nil when the context goes (see ``WeakAnchor``:
-    /// a `weak` reference would slow every retain of the context).
+    /// a `weak` reference would slow every retain of the context). As with all of a
+    /// context's objects, read it on the context's queue, and let the context go
+    /// there too: the context clears the reference as it goes, without a lock.
     public internal(set) var managedObjectContext: ManagedObjectContext? {
         get { contextAnchor?.target }
         set { contextAnchor = newValue?.weakAnchor }

@@ -33,7 +33,10 @@ public enum ManagedObjectClasses {
 
     static func register(_ type: ManagedObject.Type) {
         guard type != ManagedObject.self else { return }
-        guard registered.withLock({ $0.insert(ObjectIdentifier(type)).inserted }) else { return }
+        // Marked registered only once its names are in `classes` (another thread
+        // seeing the mark must find them).
+        guard !registered.withLock({ $0.contains(ObjectIdentifier(type)) }) else { return }
+        defer { registered.withLock { _ = $0.insert(ObjectIdentifier(type)) } }
         let name = String(describing: type)
         let qualified = String(reflecting: type)
         let added = classes.withLock { classes -> Bool in
