@@ -166,7 +166,8 @@ extension ManagedObjectContext {
         eventUpdated = [:]
         eventDeleted = [:]
         eventRefreshed = [:]
-        for object in strong.values { object.eventStart = nil }
+        for object in eventStarted { object.eventStart = nil }
+        eventStarted = []
         if let observed { notifySynchronousObservers(observed) }
         guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !refreshed.isEmpty else { return }
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [

@@ -233,10 +233,12 @@ extension ManagedObjectContext {
                 continue
             }
             object.deletedFlag = false
-            if let committed = object.committed { object.storage = committed.values }
+            if let committed = object.committedRowValues { object.storage = committed }
             object.eventStart = nil
             if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         }
+        for object in eventStarted { object.eventStart = nil }
+        eventStarted = []
         insertedObjectsByID = [:]
         deletedObjectsByID = [:]
         pendingDeletes = []
@@ -267,6 +269,7 @@ extension ManagedObjectContext {
         eventUpdated = [:]
         eventDeleted = [:]
         eventRefreshed = [:]
+        eventStarted = []
         undoManager?.removeAllActions()
         advanceQueryGeneration()
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [

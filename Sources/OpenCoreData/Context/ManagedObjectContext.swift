@@ -149,6 +149,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     var isUndoingOrRedoing = false
     /// The registry's size after its last sweep of dead entries (see `register`).
     var registryCountAfterSweep = 0
+    /// The objects whose `eventStart` the current event set: the event's end clears
+    /// them (not every object the context holds).
+    var eventStarted: [ManagedObject] = []
     /// The coordinator's row generation when the last fetch began (see `makeFault`).
     var rowGenerationAtFetch = -1
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
@@ -274,10 +277,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
-        if let row = object.faultRow {
-            object.faultRow = nil
+        if let values = object.faultRowValues {
+            object.faultRowValues = nil
             if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
-                load(row, into: object)
+                load(values, version: object.faultRowVersion, into: object)
                 object.awakeFromFetch()
                 return
             }
@@ -292,14 +295,19 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// Gives a fault the values of `row`; to-many relationships stay faults.
     func load(_ row: RowSnapshot, into object: ManagedObject) {
-        var values = row.values
+        load(row.values, version: row.version, into: object)
+    }
+
+    /// Gives a fault the values and version of its row.
+    func load(_ rowValues: [SnapshotValue], version: Int64, into object: ManagedObject) {
+        var values = rowValues
         // (Written only when needed: a write copies the row's array.)
         for index in values.indices {
             if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
         }
         object.storage = values
         object.committedRowValues = values
-        object.committedVersion = row.version
+        object.committedVersion = version
         // The object now holds its row (`committed`): the coordinator's row cache is
         // for faults, which have nothing else to fire from.
     }
@@ -332,6 +340,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // The event's starting values: a new object's changes in the event of its
         // insertion are part of the insertion (and need no recording as updates).
         object.eventStart = object.storage
+        eventStarted.append(object)
         object.insertedFlag = true
         register(object)
         strong[ObjectIdentifier(object)] = object
@@ -427,7 +436,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // The event's first change to the object records it in the event; the
         // event's end clears `eventStart` of every object it recorded.
         let firstInEvent = object.eventStart == nil
-        if firstInEvent { object.eventStart = object.storage }
+        if firstInEvent {
+            object.eventStart = object.storage
+            eventStarted.append(object)
+        }
         // Inserted and deleted objects are held in `strong` from `insert` / `delete`
         // until they are saved, rolled back or reset (which clear the flags): no
         // dictionary write for each of their changes.

@@ -78,9 +78,13 @@ extension ManagedObject {
                     errors.append(failure(code, key, text, "fails \(rule.predicateFormat): \(rule.warning)"))
                 }
             }
-            var any: Any? = value.nativeValue
-            do { try validateValue(&any, forKey: key) } catch let error as CoreDataError { errors.append(error) } catch {
-                errors.append(failure(.managedObjectValidation, key, text, "is invalid: \(error)"))
+            // ManagedObject's own `validateValue(_:forKey:)` accepts everything: only
+            // a subclass can have a rule there.
+            if type(of: self) != ManagedObject.self {
+                var any: Any? = value.nativeValue
+                do { try validateValue(&any, forKey: key) } catch let error as CoreDataError { errors.append(error) } catch {
+                    errors.append(failure(.managedObjectValidation, key, text, "is invalid: \(error)"))
+                }
             }
         case (let relationship as RelationshipDescription, .toOne(let id)):
             if id == nil && !relationship.isOptional {

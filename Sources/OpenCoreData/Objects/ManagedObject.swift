@@ -67,8 +67,8 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             faultRowVersion = newValue?.version ?? 0
         }
     }
-    private var faultRowValues: [SnapshotValue]?
-    private var faultRowVersion: Int64 = 0
+    var faultRowValues: [SnapshotValue]?
+    var faultRowVersion: Int64 = 0
     var faultRowGeneration = -1
     /// The object's latest context registry entry (earlier ones chained from it),
     /// marked dead when the object goes.

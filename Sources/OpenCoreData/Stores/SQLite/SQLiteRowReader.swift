@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import GRDBSQLite
+import OpenCoreDataPredicates
 
 /// Turns the result rows of one fetch (`Z_PK, Z_ENT, Z_OPT`, then the fetch's
 /// columns) into snapshots of each row's concrete entity.
@@ -124,34 +126,102 @@ final class SQLiteRowReader {
 
     /// The snapshot of one result row; nil when its `Z_ENT` names no entity of the model.
     func snapshot(_ row: Row) throws -> RowSnapshot? {
-        try snapshot { row[$0] as DatabaseValue }
+        try snapshot(RowColumns(row: row))
     }
 
     /// The snapshot of the row `statement` stands on (its last step returned a row),
-    /// read straight from the C API: no `Row` decoding per value.
+    /// read straight from the C API: no `Row`, no `DatabaseValue` per value.
     func snapshot(_ statement: SQLiteStatement) throws -> RowSnapshot? {
-        try snapshot { DatabaseValue(sqliteStatement: statement, index: CInt($0)) }
+        try snapshot(StatementColumns(statement: statement))
     }
 
     @inline(__always)
-    private func snapshot(_ column: (Int) -> DatabaseValue) throws -> RowSnapshot? {
-        guard let pk = Int64.fromDatabaseValue(column(0)) else { return nil }
-        guard let number = Int.fromDatabaseValue(column(1)), let plan = plan(forNumber: number) else { return nil }
-        let version = Int64.fromDatabaseValue(column(2)) ?? 1
+    private func snapshot<Columns: ColumnSource>(_ columns: Columns) throws -> RowSnapshot? {
+        guard let pk = columns.integer(0) else { return nil }
+        guard let number = columns.integer(1).map({ Int(truncatingIfNeeded: $0) }), let plan = plan(forNumber: number) else { return nil }
+        let version = columns.integer(2) ?? 1
         var values = plan.template
         for action in plan.actions {
             switch action {
             case .plainAttribute(let columnIndex, let index, let type):
-                values[index] = .attribute(SQLiteValueEncoding.attributeValue(column(columnIndex), as: type))
+                values[index] = .attribute(columns.attributeValue(columnIndex, as: type))
             case .attribute(let columnIndex, let index, let attribute):
-                values[index] = .attribute(try store.decode(column(columnIndex), for: attribute, entity: plan.entity))
+                values[index] = .attribute(try store.decode(columns.databaseValue(columnIndex), for: attribute, entity: plan.entity))
             case .toOne(let keyColumn, let entityColumn, let index, let declared):
-                guard let key = Int64.fromDatabaseValue(column(keyColumn)) else { continue }
-                let destination = entityColumn.flatMap { Int.fromDatabaseValue(column($0)) }.flatMap { entity(forNumber: $0) } ?? declared
+                guard let key = columns.integer(keyColumn) else { continue }
+                let destination = entityColumn.flatMap { columns.integer($0) }.flatMap { entity(forNumber: Int(truncatingIfNeeded: $0)) } ?? declared
                 values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: storeIdentifier, primaryKey: key))
             }
         }
         return RowSnapshot(objectID: ObjectID(entity: plan.entity, storeIdentifier: storeIdentifier, primaryKey: pk),
                            version: version, values: values)
+    }
+}
+
+/// Where a row reader reads a result row's columns: a GRDB `Row`, or a SQLite
+/// statement standing on a row (through the C API).
+private protocol ColumnSource {
+    func databaseValue(_ index: Int) -> DatabaseValue
+    /// The column as an integer (nil for NULL or a value that is not one).
+    func integer(_ index: Int) -> Int64?
+    /// The column as the value of a plain attribute of `type`.
+    func attributeValue(_ index: Int, as type: AttributeType) -> AttributeValue
+}
+
+extension ColumnSource {
+    func integer(_ index: Int) -> Int64? { Int64.fromDatabaseValue(databaseValue(index)) }
+    func attributeValue(_ index: Int, as type: AttributeType) -> AttributeValue {
+        SQLiteValueEncoding.attributeValue(databaseValue(index), as: type)
+    }
+}
+
+private struct RowColumns: ColumnSource {
+    let row: Row
+    func databaseValue(_ index: Int) -> DatabaseValue { row[index] }
+}
+
+/// Columns read with SQLite's C API by storage class: the common pairs of storage
+/// class and attribute type are decoded here, exactly as
+/// `SQLiteValueEncoding.attributeValue(_:as:)` decodes them; every other pair goes
+/// through a `DatabaseValue` (whose construction costs a protocol conformance lookup).
+private struct StatementColumns: ColumnSource {
+    let statement: SQLiteStatement
+
+    func databaseValue(_ index: Int) -> DatabaseValue {
+        DatabaseValue(sqliteStatement: statement, index: CInt(index))
+    }
+
+    func integer(_ index: Int) -> Int64? {
+        switch sqlite3_column_type(statement, CInt(index)) {
+        case SQLITE_INTEGER: return sqlite3_column_int64(statement, CInt(index))
+        case SQLITE_NULL: return nil
+        default: return Int64.fromDatabaseValue(databaseValue(index))
+        }
+    }
+
+    func attributeValue(_ index: Int, as type: AttributeType) -> AttributeValue {
+        let column = CInt(index)
+        switch (sqlite3_column_type(statement, column), type) {
+        case (SQLITE_NULL, _):
+            return .null
+        case (SQLITE_INTEGER, .integer16), (SQLITE_INTEGER, .integer32), (SQLITE_INTEGER, .integer64):
+            return .int(sqlite3_column_int64(statement, column))
+        case (SQLITE_INTEGER, .boolean):
+            return .bool(sqlite3_column_int64(statement, column) != 0)
+        case (SQLITE_INTEGER, .double), (SQLITE_INTEGER, .float):
+            return .double(Double(sqlite3_column_int64(statement, column)))
+        case (SQLITE_FLOAT, .double), (SQLITE_FLOAT, .float):
+            return .double(sqlite3_column_double(statement, column))
+        case (SQLITE_FLOAT, .date):
+            let seconds = sqlite3_column_double(statement, column)
+            return seconds.isFinite ? .date(Date(timeIntervalSinceReferenceDate: seconds)) : .null
+        case (SQLITE_INTEGER, .date):
+            return .date(Date(timeIntervalSinceReferenceDate: TimeInterval(sqlite3_column_int64(statement, column))))
+        case (SQLITE_TEXT, .string):
+            guard let text = sqlite3_column_text(statement, column) else { return .null }
+            return .string(String(cString: text))
+        default:
+            return SQLiteValueEncoding.attributeValue(databaseValue(index), as: type)
+        }
     }
 }

@@ -1,0 +1,54 @@
+import Foundation
+@testable import OpenCoreData
+import Testing
+
+/// Back references (object → context, property → entity, entity → model and
+/// superentity) go through `WeakAnchor` instead of `weak`: they must still behave
+/// like weak references, turning nil when their target goes.
+@Suite("Back references behave as weak references")
+struct BackReferenceTests {
+    private func personModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Person", className: "ManagedObject") {
+                Attribute("name", .string)
+            }
+        }
+    }
+
+    @Test("An object outliving its context has no context, and keeps its values")
+    func objectOutlivesContext() throws {
+        let model = try personModel()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        _ = try coordinator.addPersistentStore(type: .inMemory)
+        var context: ManagedObjectContext? = ManagedObjectContext(concurrencyType: .privateQueue)
+        context?.persistentStoreCoordinator = coordinator
+        let person = try #require(context.map { ManagedObject(entity: model.entitiesByName["Person"]!, insertInto: $0) })
+        person.setValue("Ada", forKey: "name")
+        #expect(person.managedObjectContext === context)
+        context = nil
+        #expect(person.managedObjectContext == nil)
+        #expect(person.value(forKey: "name") as? String == "Ada")
+        // Changing it without a context records nothing and does not crash.
+        person.setValue("Grace", forKey: "name")
+        #expect(person.value(forKey: "name") as? String == "Grace")
+    }
+
+    @Test("Properties and entities outliving their owners see nil owners")
+    func modelPartsOutliveOwners() {
+        var entity: EntityDescription? = EntityDescription(name: "Person")
+        let attribute = AttributeDescription(name: "name", type: .string)
+        entity?.properties = [attribute]
+        #expect(attribute.entity === entity)
+        var model: ManagedObjectModel? = ManagedObjectModel()
+        let sub = EntityDescription(name: "Employee")
+        entity?.subentities = [sub]
+        model?.entities = [entity!, sub]
+        #expect(sub.superentity === entity)
+        #expect(sub.managedObjectModel === model)
+        model = nil
+        #expect(sub.managedObjectModel == nil)
+        entity = nil
+        #expect(attribute.entity == nil)
+        #expect(sub.superentity == nil)
+    }
+}
