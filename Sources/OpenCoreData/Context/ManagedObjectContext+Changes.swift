@@ -12,6 +12,7 @@ extension ManagedObjectContext {
         case .toOne(let id):
             return id.map { [self.object(with: $0)] } ?? []
         case .toMany(let ids?):
+            if let members = prefetchedMembers(of: object, index: index, ids: ids) { return members }
             return ids.map { self.object(with: $0) }
         case .toMany(nil):
             guard let relationship = object.entity.allProperties[index] as? RelationshipDescription else { return [] }
@@ -43,6 +44,20 @@ extension ManagedObjectContext {
             }
             return registered
         }
+    }
+
+    /// The objects prefetching filled the to-many relationship at `index` of
+    /// `object` with, when they are still exactly its members (`ids`, in order) and
+    /// registered with this context (then each is the registered object for its ID):
+    /// no registry lookup per member. Nil otherwise.
+    func prefetchedMembers(of object: ManagedObject, index: Int, ids: [ObjectID]) -> [ManagedObject]? {
+        guard !object.prefetchedMembers.isEmpty,
+              let members = object.prefetchedMembers.first(where: { $0.index == index })?.objects,
+              members.count == ids.count else { return nil }
+        for (member, id) in zip(members, ids) where member.objectID != id || member.managedObjectContext !== self {
+            return nil
+        }
+        return members
     }
 
     /// Gives the to-many fault at `index` of `object` its members: the relationship

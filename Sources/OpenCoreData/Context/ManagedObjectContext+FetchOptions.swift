@@ -288,8 +288,13 @@ extension ManagedObjectContext {
             for row in rows { members.append(prefetchedObject(row)) }
             if let index = source.entity.propertyIndex(named: relationship.name), case .toMany(nil)? = source.storage?[index] {
                 fillToManyFault(of: source, at: index, with: members.map(\.objectID))
+                // Kept with their relationship: reading it takes them directly.
+                source.prefetchedMembers.append((index, members))
+            } else if source.prefetchedObjects.isEmpty {
+                source.prefetchedObjects = members
+            } else {
+                source.prefetchedObjects += members
             }
-            if source.prefetchedObjects.isEmpty { source.prefetchedObjects = members } else { source.prefetchedObjects += members }
             if shared {
                 for member in members where seen.insert(ObjectIdentifier(member)).inserted { destinations.append(member) }
             } else {

@@ -25,7 +25,9 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
         let context: ManagedObjectContext
         let ids: [ObjectID]
         let batchSize: Int
-        var batches: [Int: [ManagedObject]] = [:]
+        /// The loaded batches, by batch number (nil: not loaded yet).
+        var batches: [[ManagedObject]?]
+        var loadedBatchCount = 0
         let entity: EntityDescription
 
         init(context: ManagedObjectContext, ids: [ObjectID], batchSize: Int, entity: EntityDescription) {
@@ -33,6 +35,7 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
             self.ids = ids
             self.batchSize = batchSize
             self.entity = entity
+            self.batches = Array(repeating: nil, count: (ids.count + batchSize - 1) / batchSize)
         }
 
         func object(at index: Int) -> ManagedObject {
@@ -41,6 +44,7 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
             let range = (batch * batchSize)..<Swift.min(ids.count, (batch + 1) * batchSize)
             let objects = context.loadBatch(Array(ids[range]), entity: entity)
             batches[batch] = objects
+            loadedBatchCount += 1
             return objects[index - batch * batchSize]
         }
     }
@@ -50,7 +54,7 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
     /// The IDs of the results, in order.
     public var objectIDs: [ObjectID] { storage.ids }
     /// The number of batches loaded so far.
-    public var loadedBatchCount: Int { storage.batches.count }
+    public var loadedBatchCount: Int { storage.loadedBatchCount }
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { storage.ids.count }

@@ -78,6 +78,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
     /// kept alive while it is.
     var prefetchedObjects: [ManagedObject] = []
+    /// The members each to-many relationship was filled in with by prefetching, in
+    /// order, by property index: reading the relationship takes them while they are
+    /// still its members and registered here (see `relatedObjects(of:index:)`).
+    var prefetchedMembers: [(index: Int, objects: [ManagedObject])] = []
 
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.

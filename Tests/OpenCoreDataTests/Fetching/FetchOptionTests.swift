@@ -150,6 +150,18 @@ struct FetchOptionTests {
         }
         // Nothing changed: the filled-in relationships are not changes.
         #expect(!stack.context.hasChanges)
+
+        // Prefetched members are the registered objects; once the relationship
+        // changes, reading it shows the change.
+        let parent = try #require(tags.first { ($0.value(forKey: "name") as? String) == "p0" })
+        let before = parent.objects(forRelationship: "ordered")
+        #expect(before.allSatisfy { stack.context.registeredObject(for: $0.objectID) === $0 })
+        let newcomer = stack.tag("new")
+        parent.setValue([newcomer, before[1]], forKey: "ordered")
+        let after = parent.objects(forRelationship: "ordered")
+        #expect(after.map(\.objectID) == [newcomer.objectID, before[1].objectID])
+        #expect(after[0] === newcomer && after[1] === before[1])
+        #expect(before[0].value(forKey: "orderedBy") == nil)
     }
 
     @Test("managedObjectID results and count(for:) include pending changes", arguments: allStoreTypes)
