@@ -108,12 +108,12 @@ extension ManagedObjectContext {
             let changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
             guard !changedIndexes.isEmpty else { continue }
             rowWritten[position] = true
-            changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedRowValues == nil ? 0 : object.committedVersion,
+            changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedRow?.version ?? 0,
                                                values: stored(remapped(object.storage ?? []), of: object.entity)))
             changes.changedProperties[object.objectID] = changedIndexes
         }
         for object in deleted {
-            changes.deleted.append((object.objectID, object.committedRowValues == nil ? 0 : object.committedVersion))
+            changes.deleted.append((object.objectID, object.committedRow?.version ?? 0))
         }
 
         if let parent {
@@ -148,15 +148,14 @@ extension ManagedObjectContext {
             object.insertedFlag = false
             // The object holds its committed row; the coordinator's row cache learns
             // it only if the object turns into a fault and fires again.
-            object.committedRowValues = object.storage ?? []
-            object.committedVersion = version
+            object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [], version: version)
             if !retainsRegisteredObjects { strong[key] = nil }
             insertedIDs.append(object.objectID)
         }
         for (position, object) in updated.enumerated() {
             object.eventStart = nil
-            object.committedVersion = (object.committedRowValues == nil ? 0 : object.committedVersion) + (rowWritten[position] ? version : 0)
-            object.committedRowValues = object.storage ?? []
+            object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [],
+                                                        version: (object.committedRow?.version ?? 0) + (rowWritten[position] ? version : 0))
             if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         }
         for object in deleted {
@@ -236,7 +235,7 @@ extension ManagedObjectContext {
                 continue
             }
             object.deletedFlag = false
-            if let committed = object.committedRowValues { object.storage = committed }
+            if let committed = object.committedRow?.values { object.storage = committed }
             object.eventStart = nil
             if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
         }

@@ -265,7 +265,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         object.storage = nil
         register(object)
         if let row, persistentStoreCoordinator != nil, sharesRowCache {
-            object.faultRow = row
+            object.faultRow = ManagedObject.KeptRow(values: row.values, version: row.version)
             object.faultRowGeneration = generation ?? rowGenerationAtFetch
         }
         return object
@@ -277,10 +277,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
-        if let values = object.faultRowValues {
-            object.faultRowValues = nil
+        if let row = object.faultRow {
+            object.faultRow = nil
             if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
-                load(values, version: object.faultRowVersion, into: object)
+                load(row.values, version: row.version, into: object)
                 object.awakeFromFetch()
                 return
             }
@@ -306,8 +306,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
             if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
         }
         object.storage = values
-        object.committedRowValues = values
-        object.committedVersion = version
+        object.committedRow = ManagedObject.KeptRow(values: values, version: version)
         // The object now holds its row (`committed`): the coordinator's row cache is
         // for faults, which have nothing else to fire from.
     }

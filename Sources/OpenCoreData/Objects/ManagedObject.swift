@@ -42,18 +42,19 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
 
     /// The values, indexed like `entity.allProperties`; nil while a fault.
     var storage: [SnapshotValue]?
-    /// The row as last read from or saved to the store; nil for a new object.
-    var committed: RowSnapshot? {
-        get { committedRowValues.map { RowSnapshot(objectID: objectID, version: committedVersion, values: $0) } }
-        set {
-            committedRowValues = newValue?.values
-            committedVersion = newValue?.version ?? 0
-        }
+    /// A row's values and version as an object keeps them: the row's ID is the
+    /// object's own, so an object is smaller and a save touches less memory.
+    struct KeptRow {
+        var values: [SnapshotValue]
+        var version: Int64
     }
-    /// The committed row's values and version, kept apart from its ID (the
-    /// object's own): an object is smaller and a save touches less memory.
-    var committedRowValues: [SnapshotValue]?
-    var committedVersion: Int64 = 0
+    /// The row as last read from or saved to the store; nil for a new object.
+    var committedRow: KeptRow?
+    /// The committed row as a snapshot (with the object's ID).
+    var committed: RowSnapshot? {
+        get { committedRow.map { RowSnapshot(objectID: objectID, version: $0.version, values: $0.values) } }
+        set { committedRow = newValue.map { KeptRow(values: $0.values, version: $0.version) } }
+    }
     /// The values when the current event began, for `changedValuesForCurrentEvent()`.
     var eventStart: [SnapshotValue]?
     var insertedFlag = false
@@ -62,15 +63,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     var rowCacheOwner: PersistentStoreCoordinator?
     /// A fault's row as fetched, and the coordinator's row generation when the
     /// fetch began (see `ManagedObjectContext.makeFault`).
-    var faultRow: RowSnapshot? {
-        get { faultRowValues.map { RowSnapshot(objectID: objectID, version: faultRowVersion, values: $0) } }
-        set {
-            faultRowValues = newValue?.values
-            faultRowVersion = newValue?.version ?? 0
-        }
-    }
-    var faultRowValues: [SnapshotValue]?
-    var faultRowVersion: Int64 = 0
+    var faultRow: KeptRow?
     var faultRowGeneration = -1
     /// The object's latest context registry entry (earlier ones chained from it),
     /// marked dead when the object goes.
@@ -142,7 +135,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The indexes of properties whose value differs from the committed row.
     func changedIndexes() -> [Int] {
         guard let storage else { return [] }
-        guard let committedValues = committedRowValues else {
+        guard let committedValues = committedRow?.values else {
             return storage.indices.filter { index in
                 switch storage[index] {
                 case .attribute(let v): return !v.isNull
