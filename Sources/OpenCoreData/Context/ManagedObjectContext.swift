@@ -73,7 +73,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// temporary IDs became which permanent ones, for the children.
     let hasChildren = Atomic(false)
     /// Temporary IDs of objects saved to the store, and their permanent IDs.
-    var savedTemporaryIDs: [ObjectID: ObjectID] = [:]
+    @exclusivity(unchecked) var savedTemporaryIDs: [ObjectID: ObjectID] = [:]
     /// The child contexts that merge this context's saves and their siblings'.
     let mergingChildren = Mutex<[ObjectIdentifier: WeakContext]>([:])
     /// A name for the context, recorded in persistent history and logs.
@@ -93,9 +93,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     }
     /// How a save resolves conflicts with changes saved meanwhile by others
     /// (``MergePolicy/error`` by default: the save fails).
-    public var mergePolicy: MergePolicy = .error
+    @exclusivity(unchecked) public var mergePolicy: MergePolicy = .error
     /// The context's undo manager (nil: changes are not undoable).
-    public var undoManager: CoreUndoManager?
+    @exclusivity(unchecked) public var undoManager: CoreUndoManager?
     /// Whether the context keeps strong references to every registered object.
     public var retainsRegisteredObjects = false {
         didSet {
@@ -113,13 +113,17 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// which makes every retain and release of every managed object slower. The
     /// object instead marks its entries dead as its deinitialization begins (see
     /// `ManagedObject.deinit`), so `object` never returns a deallocated object.
+    // Exclusivity: the context's bookkeeping below is `@exclusivity(unchecked)`:
+    // it is touched on the context's queue only, never across a call that could
+    // reach it again within one access (see ManagedObject, docs/performance.md).
+
     final class WeakObject {
         // unowned(unsafe) is safe here: `target` is only read through `object`,
         // which checks `isAlive`, and the object clears `isAlive` of each of its
         // entries (chained through `previous`) before its memory is freed.
         private unowned(unsafe) let target: ManagedObject
         /// Cleared by the object's deinit.
-        var isAlive = true
+        @exclusivity(unchecked) var isAlive = true
         /// The object's earlier entry, if it was registered before.
         let previous: WeakObject?
 
@@ -133,27 +137,27 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     }
 
     /// Every registered object, weakly.
-    var registry: [ObjectID: WeakObject] = [:]
+    @exclusivity(unchecked) var registry: [ObjectID: WeakObject] = [:]
     /// Objects held strongly: changed ones, or all with `retainsRegisteredObjects`.
-    var strong: [ObjectIdentifier: ManagedObject] = [:]
-    var insertedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
-    var deletedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var strong: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var insertedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var deletedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
     /// Deleted since the last `processPendingChanges`: their delete rules are pending.
-    var pendingDeletes: [ManagedObject] = []
+    @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []
     /// Changes since the last objects-did-change notification.
-    var eventInserted: [ObjectIdentifier: ManagedObject] = [:]
-    var eventUpdated: [ObjectIdentifier: ManagedObject] = [:]
-    var eventDeleted: [ObjectIdentifier: ManagedObject] = [:]
-    var eventRefreshed: [ObjectIdentifier: ManagedObject] = [:]
-    var isProcessingChanges = false
-    var isUndoingOrRedoing = false
+    @exclusivity(unchecked) var eventInserted: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventUpdated: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventDeleted: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventRefreshed: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var isProcessingChanges = false
+    @exclusivity(unchecked) var isUndoingOrRedoing = false
     /// The registry's size after its last sweep of dead entries (see `register`).
-    var registryCountAfterSweep = 0
+    @exclusivity(unchecked) var registryCountAfterSweep = 0
     /// The objects whose `eventStart` the current event set: the event's end clears
     /// them (not every object the context holds).
-    var eventStarted: [ManagedObject] = []
+    @exclusivity(unchecked) var eventStarted: [ManagedObject] = []
     /// The coordinator's row generation when the last fetch began (see `makeFault`).
-    var rowGenerationAtFetch = -1
+    @exclusivity(unchecked) var rowGenerationAtFetch = -1
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
     /// Called synchronously at the end of each event, save, reset and rollback

@@ -21,32 +21,37 @@ import OpenCoreDataPredicates
 /// strings and binary data; ``regularExpression`` must match a whole string.
 /// Further rules can be added as predicates in ``PropertyDescription/validationRules``.
 public class AttributeDescription: PropertyDescription, @unchecked Sendable {
+    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
+    // is edited only while its model is being built, and is read-only once the
+    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
+    // the dynamic check every read would pay finds nothing (docs/performance.md).
+
     /// The attribute's type.
-    public var attributeType: AttributeType { willSet { checkEditable("attributeType") } }
+    @exclusivity(unchecked) public var attributeType: AttributeType { willSet { checkEditable("attributeType") } }
     /// The name of the class of the attribute's values (`attributeValueClassName`):
     /// Xcode's "Custom Class" for transformable attributes, e.g. `[String]`.
-    public var attributeValueClassName: String? { willSet { checkEditable("attributeValueClassName") } }
+    @exclusivity(unchecked) public var attributeValueClassName: String? { willSet { checkEditable("attributeValueClassName") } }
     /// The value a new object starts with.
-    public var defaultValue: AttributeValue? { willSet { checkEditable("defaultValue") } }
+    @exclusivity(unchecked) public var defaultValue: AttributeValue? { willSet { checkEditable("defaultValue") } }
     /// The name of the value transformer of a transformable attribute, e.g.
     /// `NSSecureUnarchiveFromDataTransformerName`.
-    public var valueTransformerName: String? { willSet { checkEditable("valueTransformerName") } }
+    @exclusivity(unchecked) public var valueTransformerName: String? { willSet { checkEditable("valueTransformerName") } }
     /// Whether large binary values may be stored in files beside the store.
-    public var allowsExternalBinaryDataStorage: Bool = false { willSet { checkEditable("allowsExternalBinaryDataStorage") } }
+    @exclusivity(unchecked) public var allowsExternalBinaryDataStorage: Bool = false { willSet { checkEditable("allowsExternalBinaryDataStorage") } }
     /// Whether the value is kept in persistent history when the object is deleted
     /// (a tombstone).
-    public var preservesValueInHistoryOnDeletion: Bool = false { willSet { checkEditable("preservesValueInHistoryOnDeletion") } }
+    @exclusivity(unchecked) public var preservesValueInHistoryOnDeletion: Bool = false { willSet { checkEditable("preservesValueInHistoryOnDeletion") } }
     /// Whether CloudKit encrypts the value (kept for fidelity).
-    public var allowsCloudEncryption: Bool = false { willSet { checkEditable("allowsCloudEncryption") } }
+    @exclusivity(unchecked) public var allowsCloudEncryption: Bool = false { willSet { checkEditable("allowsCloudEncryption") } }
     /// Whether the attribute is indexed (the legacy per-attribute index; newer
     /// models use ``EntityDescription/indexes``).
-    public var isIndexed: Bool = false { willSet { checkEditable("isIndexed") } }
+    @exclusivity(unchecked) public var isIndexed: Bool = false { willSet { checkEditable("isIndexed") } }
     /// The smallest valid value (numbers, dates) or length (strings, binary data).
-    public var minValue: AttributeValue? { willSet { checkEditable("minValue") } }
+    @exclusivity(unchecked) public var minValue: AttributeValue? { willSet { checkEditable("minValue") } }
     /// The largest valid value (numbers, dates) or length (strings, binary data).
-    public var maxValue: AttributeValue? { willSet { checkEditable("maxValue") } }
+    @exclusivity(unchecked) public var maxValue: AttributeValue? { willSet { checkEditable("maxValue") } }
     /// A regular expression (ICU syntax) a string value must match as a whole.
-    public var regularExpression: String? { willSet { checkEditable("regularExpression") } }
+    @exclusivity(unchecked) public var regularExpression: String? { willSet { checkEditable("regularExpression") } }
 
     /// Creates an attribute.
     public init(name: String, type: AttributeType, optional: Bool = true, defaultValue: AttributeValue? = nil) {
@@ -87,9 +92,9 @@ public class AttributeDescription: PropertyDescription, @unchecked Sendable {
 public final class DerivedAttributeDescription: AttributeDescription, @unchecked Sendable {
     /// The expression that computes the value, in the predicate format language
     /// (e.g. `moods.@count`, `now()`, `lowercase:(name)`).
-    public var derivationExpression: String { willSet { checkEditable("derivationExpression") } }
+    @exclusivity(unchecked) public var derivationExpression: String { willSet { checkEditable("derivationExpression") } }
     /// An optional predicate that filters what the derivation sees.
-    public var filteringPredicate: String? { willSet { checkEditable("filteringPredicate") } }
+    @exclusivity(unchecked) public var filteringPredicate: String? { willSet { checkEditable("filteringPredicate") } }
 
     /// Creates a derived attribute.
     public init(name: String, type: AttributeType, derivationExpression: String) {
@@ -116,7 +121,7 @@ public final class DerivedAttributeDescription: AttributeDescription, @unchecked
 /// ```
 public final class CompositeAttributeDescription: AttributeDescription, @unchecked Sendable {
     /// The elements: attributes, or nested composite attributes.
-    public var elements: [AttributeDescription] { willSet { checkEditable("elements") } }
+    @exclusivity(unchecked) public var elements: [AttributeDescription] { willSet { checkEditable("elements") } }
     /// The name of the model-level composite this attribute uses, if it came from a
     /// model file.
     public var compositeName: String?

@@ -23,40 +23,45 @@ import Synchronization
 /// See ``PropertyDescription`` for when a model may be changed and why descriptions
 /// are `Sendable`.
 public final class EntityDescription: @unchecked Sendable, CustomStringConvertible, WeakAnchored {
+    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
+    // is edited only while its model is being built, and is read-only once the
+    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
+    // the dynamic check every read would pay finds nothing (docs/performance.md).
+
     /// What back references to this entity point at (see ``WeakAnchor``).
     let weakAnchor = WeakAnchor<EntityDescription>()
 
     /// The entity's name, unique in its model.
-    public var name: String { willSet { checkEditable("name") } }
+    @exclusivity(unchecked) public var name: String { willSet { checkEditable("name") } }
     /// The name of the class that represents the entity's objects (Xcode's "Class";
     /// a Swift module prefix such as `Moody.Mood` or `.Mood` may appear).
-    public var managedObjectClassName: String { willSet { checkEditable("managedObjectClassName") } }
+    @exclusivity(unchecked) public var managedObjectClassName: String { willSet { checkEditable("managedObjectClassName") } }
     /// Whether the entity has no objects of its own, only through subentities.
-    public var isAbstract: Bool = false { willSet { checkEditable("isAbstract") } }
+    @exclusivity(unchecked) public var isAbstract: Bool = false { willSet { checkEditable("isAbstract") } }
     /// Free-form information about the entity.
-    public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
+    @exclusivity(unchecked) public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
     /// A string that enters the version hash, to mark a change the hash would
     /// otherwise not see.
-    public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
+    @exclusivity(unchecked) public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
     /// The entity's previous name, for lightweight migration ("Renaming ID").
-    public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
+    @exclusivity(unchecked) public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
     /// Uniqueness constraints: each is a list of property names whose values together
     /// identify at most one object.
-    public var uniquenessConstraints: [[String]] = [] { willSet { checkEditable("uniquenessConstraints") } }
+    @exclusivity(unchecked) public var uniquenessConstraints: [[String]] = [] { willSet { checkEditable("uniquenessConstraints") } }
     /// The fetch indexes of the entity.
-    public var indexes: [FetchIndexDescription] = [] { willSet { checkEditable("indexes") } }
+    @exclusivity(unchecked) public var indexes: [FetchIndexDescription] = [] { willSet { checkEditable("indexes") } }
     /// Legacy compound indexes: each a list of property names (pre-fetch-index models).
-    public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
+    @exclusivity(unchecked) public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
 
     /// The superentity, if any (set by adding this entity to another's ``subentities``).
     public internal(set) var superentity: EntityDescription? {
         get { superentityReference.target }
         set { superentityReference.target = newValue }
     }
-    private var superentityReference = WeakAnchoredReference<EntityDescription>()
+    @exclusivity(unchecked) private var superentityReference = WeakAnchoredReference<EntityDescription>()
 
     /// The entity's direct subentities. Setting them makes this entity their superentity.
-    public var subentities: [EntityDescription] = [] {
+    @exclusivity(unchecked) public var subentities: [EntityDescription] = [] {
         willSet { checkEditable("subentities") }
         didSet {
             for old in oldValue where old.superentity === self && !subentities.contains(where: { $0 === old }) {
@@ -68,7 +73,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     /// The entity's own properties (not the inherited ones), in model order. Setting
     /// them makes this entity their owner.
-    public var properties: [PropertyDescription] = [] {
+    @exclusivity(unchecked) public var properties: [PropertyDescription] = [] {
         willSet { checkEditable("properties") }
         didSet { for property in properties { property.entity = self } }
     }
@@ -78,11 +83,11 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         get { modelReference.target }
         set { modelReference.target = newValue }
     }
-    private var modelReference = WeakAnchoredReference<ManagedObjectModel>()
+    @exclusivity(unchecked) private var modelReference = WeakAnchoredReference<ManagedObjectModel>()
 
     /// Whether the model this entity belongs to is frozen.
     var isFrozen = false { didSet { for property in properties { property.isFrozen = isFrozen } } }
-    private var frozenCache: Cache?
+    @exclusivity(unchecked) private var frozenCache: Cache?
 
     /// Creates an entity; its class name defaults to `ManagedObject`.
     public init(name: String, managedObjectClassName: String = "ManagedObject") {
@@ -144,7 +149,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
                      relationshipsByName: relationships, propertyIndexes: indexes, propertyNames: all.map(\.name))
     }
 
-    private var frozenVersionHash: Data?
+    @exclusivity(unchecked) private var frozenVersionHash: Data?
 
     func buildFrozenCache() {
         frozenCache = makeCache()
@@ -177,10 +182,10 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// A hash of the entity's name, computed once when the model is frozen: object
     /// IDs hash it instead of the name's characters.
     var nameHash: Int { frozenNameHash ?? name.hashValue }
-    private var frozenNameHash: Int?
+    @exclusivity(unchecked) private var frozenNameHash: Int?
     /// The values of a new object (defaults, empty relationships), computed once
     /// when the model is frozen.
-    private(set) var frozenInitialValues: [SnapshotValue]?
+    @exclusivity(unchecked) private(set) var frozenInitialValues: [SnapshotValue]?
     /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
     /// it, with the registration generation it was resolved in.
     let resolvedClass = Mutex<(generation: Int, type: ManagedObject.Type)?>(nil)

@@ -24,39 +24,44 @@ import Foundation
 /// before any coordinator or context shares it; frozen descriptions are never
 /// written again, so concurrent reads are race-free.
 public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
+    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
+    // is edited only while its model is being built, and is read-only once the
+    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
+    // the dynamic check every read would pay finds nothing (docs/performance.md).
+
     /// The property's name.
-    public var name: String { willSet { checkEditable("name") } }
+    @exclusivity(unchecked) public var name: String { willSet { checkEditable("name") } }
     /// Whether the property may be nil when the object is saved. Defaults to true.
-    public var isOptional: Bool = true { willSet { checkEditable("isOptional") } }
+    @exclusivity(unchecked) public var isOptional: Bool = true { willSet { checkEditable("isOptional") } }
     /// Whether the property is kept in memory only and never stored.
-    public var isTransient: Bool = false { willSet { checkEditable("isTransient") } }
+    @exclusivity(unchecked) public var isTransient: Bool = false { willSet { checkEditable("isTransient") } }
     /// Whether the property is read-only.
-    public var isReadOnly: Bool = false { willSet { checkEditable("isReadOnly") } }
+    @exclusivity(unchecked) public var isReadOnly: Bool = false { willSet { checkEditable("isReadOnly") } }
     /// Free-form information about the property.
-    public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
+    @exclusivity(unchecked) public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
     /// A string that enters the version hash, to mark a change the hash would
     /// otherwise not see.
-    public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
+    @exclusivity(unchecked) public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
     /// The property's previous name, for lightweight migration (Xcode's "Renaming ID",
     /// `elementID` in the model file).
-    public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
+    @exclusivity(unchecked) public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
     /// Whether Spotlight indexes the property (kept for fidelity; no effect on Linux).
-    public var isIndexedBySpotlight: Bool = false { willSet { checkEditable("isIndexedBySpotlight") } }
+    @exclusivity(unchecked) public var isIndexedBySpotlight: Bool = false { willSet { checkEditable("isIndexedBySpotlight") } }
     /// Whether the property is stored in an external record (legacy; kept for fidelity).
-    public var isStoredInExternalRecord: Bool = false { willSet { checkEditable("isStoredInExternalRecord") } }
+    @exclusivity(unchecked) public var isStoredInExternalRecord: Bool = false { willSet { checkEditable("isStoredInExternalRecord") } }
     /// Predicates a value must satisfy to be valid, each with the message of the
     /// warning it produces (`validationPredicates` / `validationWarnings`).
-    public var validationRules: [ValidationRule] = [] { willSet { checkEditable("validationRules") } }
+    @exclusivity(unchecked) public var validationRules: [ValidationRule] = [] { willSet { checkEditable("validationRules") } }
 
     /// The entity that owns this property (set when the property is added to one).
     public internal(set) var entity: EntityDescription? {
         get { entityReference.target }
         set { entityReference.target = newValue }
     }
-    private var entityReference = WeakAnchoredReference<EntityDescription>()
+    @exclusivity(unchecked) private var entityReference = WeakAnchoredReference<EntityDescription>()
 
     /// Whether the model this property belongs to is frozen.
-    var isFrozen = false
+    @exclusivity(unchecked) var isFrozen = false
 
     init(name: String) {
         self.name = name

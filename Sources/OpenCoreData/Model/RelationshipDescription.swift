@@ -15,24 +15,29 @@ import Foundation
 /// The destination and inverse are kept by name and resolved through the model, so
 /// relationships can be declared before the entities they point to exist.
 public final class RelationshipDescription: PropertyDescription, @unchecked Sendable {
+    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
+    // is edited only while its model is being built, and is read-only once the
+    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
+    // the dynamic check every read would pay finds nothing (docs/performance.md).
+
     /// The name of the destination entity.
-    public var destinationEntityName: String? { willSet { checkEditable("destinationEntity") } }
+    @exclusivity(unchecked) public var destinationEntityName: String? { willSet { checkEditable("destinationEntity") } }
     /// The name of the inverse relationship on the destination entity.
-    public var inverseRelationshipName: String? { willSet { checkEditable("inverseRelationship") } }
+    @exclusivity(unchecked) public var inverseRelationshipName: String? { willSet { checkEditable("inverseRelationship") } }
     /// The smallest number of destination objects a valid object has (0 = no minimum).
-    public var minCount: Int = 0 { willSet { checkEditable("minCount") } }
+    @exclusivity(unchecked) public var minCount: Int = 0 { willSet { checkEditable("minCount") } }
     /// The largest number of destination objects (1 for to-one; 0 = no limit).
-    public var maxCount: Int = 1 { willSet { checkEditable("maxCount") } }
+    @exclusivity(unchecked) public var maxCount: Int = 1 { willSet { checkEditable("maxCount") } }
     /// What happens to the destination objects when the source is deleted.
-    public var deleteRule: DeleteRule = .nullify { willSet { checkEditable("deleteRule") } }
+    @exclusivity(unchecked) public var deleteRule: DeleteRule = .nullify { willSet { checkEditable("deleteRule") } }
     /// Whether a to-many relationship keeps its objects in order (an ordered set).
-    public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
+    @exclusivity(unchecked) public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
 
     private var destinationCache: EntityDescription? {
         get { destinationReference.target }
         set { destinationReference.target = newValue }
     }
-    private var destinationReference = WeakAnchoredReference<EntityDescription>()
+    @exclusivity(unchecked) private var destinationReference = WeakAnchoredReference<EntityDescription>()
 
     /// Creates a relationship to the entity named `destination`.
     public init(name: String, destination: String?, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false) {
@@ -96,7 +101,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
 /// ```
 public final class FetchedPropertyDescription: PropertyDescription, @unchecked Sendable {
     /// The fetch request that computes the value.
-    public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
+    @exclusivity(unchecked) public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
 
     /// Creates a fetched property.
     public init(name: String, fetchRequest: FetchRequestTemplate?) {

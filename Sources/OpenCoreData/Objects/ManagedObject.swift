@@ -23,10 +23,17 @@ import OpenCoreDataPredicates
 /// Objects belong to their context's queue and are not `Sendable`: pass their
 /// ``objectID`` to other contexts.
 open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomStringConvertible {
+    // Exclusivity: the stored properties of managed objects are marked
+    // `@exclusivity(unchecked)`. An object is used on its context's queue only, and
+    // the framework never holds one of them in an `inout` access across a call that
+    // could reach the same property, so the dynamic check every access would pay
+    // (`swift_beginAccess`, 10–12 % of a save's instructions) finds nothing to
+    // catch. See docs/performance.md, "Exclusivity checks".
+
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's ID: temporary until saved, then permanent.
-    public internal(set) var objectID: ObjectID
+    @exclusivity(unchecked) public internal(set) var objectID: ObjectID
     /// The context the object is registered with, if any.
     ///
     /// Core Data declares it `unowned(unsafe)`: the object does not keep its
@@ -38,10 +45,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         get { contextAnchor?.target }
         set { contextAnchor = newValue?.weakAnchor }
     }
-    private var contextAnchor: WeakAnchor<ManagedObjectContext>?
+    @exclusivity(unchecked) private var contextAnchor: WeakAnchor<ManagedObjectContext>?
 
     /// The values, indexed like `entity.allProperties`; nil while a fault.
-    var storage: [SnapshotValue]?
+    @exclusivity(unchecked) var storage: [SnapshotValue]?
     /// A row's values and version as an object keeps them: the row's ID is the
     /// object's own, so an object is smaller and a save touches less memory.
     struct KeptRow {
@@ -49,32 +56,32 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         var version: Int64
     }
     /// The row as last read from or saved to the store; nil for a new object.
-    var committedRow: KeptRow?
+    @exclusivity(unchecked) var committedRow: KeptRow?
     /// The committed row as a snapshot (with the object's ID).
     var committed: RowSnapshot? {
         get { committedRow.map { RowSnapshot(objectID: objectID, version: $0.version, values: $0.values) } }
         set { committedRow = newValue.map { KeptRow(values: $0.values, version: $0.version) } }
     }
     /// The values when the current event began, for `changedValuesForCurrentEvent()`.
-    var eventStart: [SnapshotValue]?
-    var insertedFlag = false
-    var deletedFlag = false
+    @exclusivity(unchecked) var eventStart: [SnapshotValue]?
+    @exclusivity(unchecked) var insertedFlag = false
+    @exclusivity(unchecked) var deletedFlag = false
     /// Set when the object's row is retained in the coordinator's row cache.
-    var rowCacheOwner: PersistentStoreCoordinator?
+    @exclusivity(unchecked) var rowCacheOwner: PersistentStoreCoordinator?
     /// A fault's row as fetched, and the coordinator's row generation when the
     /// fetch began (see `ManagedObjectContext.makeFault`).
-    var faultRow: KeptRow?
-    var faultRowGeneration = -1
+    @exclusivity(unchecked) var faultRow: KeptRow?
+    @exclusivity(unchecked) var faultRowGeneration = -1
     /// The object's latest context registry entry (earlier ones chained from it),
     /// marked dead when the object goes.
-    var registryEntry: ManagedObjectContext.WeakObject?
+    @exclusivity(unchecked) var registryEntry: ManagedObjectContext.WeakObject?
     /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
     /// kept alive while it is.
-    var prefetchedObjects: [ManagedObject] = []
+    @exclusivity(unchecked) var prefetchedObjects: [ManagedObject] = []
     /// The members each to-many relationship was filled in with by prefetching, in
     /// order, by property index: reading the relationship takes them while they are
     /// still its members and registered here (see `relatedObjects(of:index:)`).
-    var prefetchedMembers: [(index: Int, objects: [ManagedObject])] = []
+    @exclusivity(unchecked) var prefetchedMembers: [(index: Int, objects: [ManagedObject])] = []
 
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
