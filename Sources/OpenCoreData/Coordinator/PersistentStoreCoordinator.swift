@@ -138,6 +138,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Fetches rows from every store that holds the entity, caching them.
     func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
         let stores = storesHolding(fetch.entity)
+        // One store (the common case): its array as it is (appending would copy
+        // every row, retaining and releasing each of its values).
+        if stores.count == 1 { return try stores[0].fetchRows(fetch) }
         var rows: [RowSnapshot] = []
         for store in stores { rows += try store.fetchRows(fetch) }
         // With several stores the context asks without offset and limit and sorts

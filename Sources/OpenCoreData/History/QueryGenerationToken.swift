@@ -208,15 +208,15 @@ extension ManagedObjectContext {
 extension PersistentStoreCoordinator {
     func fetchRows(_ fetch: StoreFetch, generation: QueryGeneration?) throws -> [RowSnapshot] {
         guard let generation else { return try fetchRows(fetch) }
-        var rows: [RowSnapshot] = []
-        for store in storesHolding(fetch.entity) {
-            if let (sqlite, snapshot) = generation.snapshot(for: store) {
-                rows += try sqlite.fetchRows(fetch, in: snapshot)
-            } else {
-                rows += try store.fetchRows(fetch)
-            }
+        func rows(in store: any PersistentStore) throws -> [RowSnapshot] {
+            if let (sqlite, snapshot) = generation.snapshot(for: store) { return try sqlite.fetchRows(fetch, in: snapshot) }
+            return try store.fetchRows(fetch)
         }
-        return rows
+        let stores = storesHolding(fetch.entity)
+        if stores.count == 1 { return try rows(in: stores[0]) }
+        var all: [RowSnapshot] = []
+        for store in stores { all += try rows(in: store) }
+        return all
     }
 
     func count(_ fetch: StoreFetch, generation: QueryGeneration?) throws -> Int {

@@ -218,8 +218,11 @@ private struct StatementColumns: ColumnSource {
         case (SQLITE_INTEGER, .date):
             return .date(Date(timeIntervalSinceReferenceDate: TimeInterval(sqlite3_column_int64(statement, column))))
         case (SQLITE_TEXT, .string):
+            // The text's length from SQLite (no strlen); decoded as UTF-8 as
+            // `String(cString:)` would (invalid bytes repaired).
             guard let text = sqlite3_column_text(statement, column) else { return .null }
-            return .string(String(cString: text))
+            let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column)))
+            return .string(String(decoding: bytes, as: UTF8.self))
         default:
             return SQLiteValueEncoding.attributeValue(databaseValue(index), as: type)
         }
