@@ -128,27 +128,33 @@ extension SQLiteStore {
     /// given where they are stored (inserts bind them as they come).
     private func forEachAssignment(_ row: RowSnapshot, storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)],
                                    _ body: (String, DatabaseValue) throws -> Void) throws {
+        for entry in storages { try forEachAssignment(row, entry, body) }
+    }
+
+    /// Calls `body` with the column assignments of one property of a row.
+    private func forEachAssignment(_ row: RowSnapshot, _ entry: (Int, PropertyDescription, SQLiteSchema.PropertyStorage),
+                                   _ body: (String, DatabaseValue) throws -> Void) throws {
         func append(_ assignment: (String, DatabaseValue)) throws { try body(assignment.0, assignment.1) }
-        for (index, property, storage) in storages where index < row.values.count {
-            switch (storage, row.values[index]) {
-            case (.column(let column), .attribute(let value)):
-                guard let attribute = property as? AttributeDescription else { continue }
-                try append((column, try encode(value, for: attribute)))
-            case (.composite(let columns), .attribute(let value)):
-                guard let composite = property as? CompositeAttributeDescription else { continue }
-                for (path, column) in columns {
-                    let element = compositeElement(value, path: path)
-                    let elementType = compositeElementType(composite, path: path)
-                    try append((column, elementType.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null))
-                }
-            case (.toOne(let column, let entityColumn, _), .toOne(let id)):
-                try append((column, id?.primaryKey.map { $0.databaseValue } ?? .null))
-                if let entityColumn {
-                    try append((entityColumn, id.flatMap { schema.entityNumber($0.entity) }.map { $0.databaseValue } ?? .null))
-                }
-            default:
-                continue
+        let (index, property, storage) = entry
+        guard index < row.values.count else { return }
+        switch (storage, row.values[index]) {
+        case (.column(let column), .attribute(let value)):
+            guard let attribute = property as? AttributeDescription else { return }
+            try append((column, try encode(value, for: attribute)))
+        case (.composite(let columns), .attribute(let value)):
+            guard let composite = property as? CompositeAttributeDescription else { return }
+            for (path, column) in columns {
+                let element = compositeElement(value, path: path)
+                let elementType = compositeElementType(composite, path: path)
+                try append((column, elementType.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null))
             }
+        case (.toOne(let column, let entityColumn, _), .toOne(let id)):
+            try append((column, id?.primaryKey.map { $0.databaseValue } ?? .null))
+            if let entityColumn {
+                try append((entityColumn, id.flatMap { schema.entityNumber($0.entity) }.map { $0.databaseValue } ?? .null))
+            }
+        default:
+            return
         }
     }
 
@@ -179,6 +185,10 @@ extension SQLiteStore {
         let entityNumber: Int
         let columns: [String]
         let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
+        /// For each of `storages`: the type of a plain attribute stored in one column
+        /// (a number, string, date or Boolean: bound straight from its value, see
+        /// `bindPlain`), nil for every other property.
+        let plainTypes: [AttributeType?]
         /// Whether the entity has to-many relationships (written after the rows).
         let hasToMany: Bool
 
@@ -188,6 +198,13 @@ extension SQLiteStore {
             self.entityNumber = entityNumber
             self.columns = columns
             self.storages = storages
+            self.plainTypes = storages.map { _, property, storage in
+                guard case .column = storage, let attribute = property as? AttributeDescription else { return nil }
+                switch attribute.attributeType {
+                case .integer16, .integer32, .integer64, .boolean, .double, .float, .string, .date: return attribute.attributeType
+                default: return nil
+                }
+            }
             self.hasToMany = hasToMany
         }
     }
@@ -227,16 +244,57 @@ extension SQLiteStore {
         try bind(.int64(1), at: 3, handle)
         var bound = 0
         var matches = true
-        try forEachAssignment(row, storages: plan.storages) { column, value in
-            guard bound < plan.columns.count, column == plan.columns[bound] else { matches = false; return }
-            bound += 1
-            try bind(value.storage, at: Int32(bound + 3), handle)
+        let values = row.values
+        for position in plan.storages.indices {
+            // A plain attribute: one column, bound from the value as it is.
+            if let type = plan.plainTypes[position], bound < plan.columns.count {
+                let index = plan.storages[position].0
+                if index < values.count, case .attribute(let value) = values[index],
+                   try bindPlain(value, as: type, at: Int32(bound + 4), handle) {
+                    bound += 1
+                    continue
+                }
+            }
+            try forEachAssignment(row, plan.storages[position]) { column, value in
+                guard bound < plan.columns.count, column == plan.columns[bound] else { matches = false; return }
+                bound += 1
+                try bind(value.storage, at: Int32(bound + 3), handle)
+            }
         }
         guard matches, bound == plan.columns.count else {
             throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
                                 entityName: row.objectID.entityName)
         }
         try plan.statement.execute()
+    }
+
+    /// Binds the value of a plain attribute of `type` to parameter `index`, exactly
+    /// as `encode(_:for:)` would encode it, for the pairs of value and type saves
+    /// meet most (a number, string or date of the attribute's own type, or null);
+    /// false for any other pair, which goes through `encode`.
+    private func bindPlain(_ value: AttributeValue, as type: AttributeType, at index: Int32, _ handle: SQLiteStatement) throws -> Bool {
+        let code: Int32
+        switch (value, type) {
+        case (.null, _):
+            code = sqlite3_bind_null(handle, index)
+        case (.int(let int), .integer16), (.int(let int), .integer32), (.int(let int), .integer64):
+            code = sqlite3_bind_int64(handle, index, int)
+        case (.bool(let bool), .boolean):
+            code = sqlite3_bind_int64(handle, index, bool ? 1 : 0)
+        case (.double(let double), .double), (.double(let double), .float):
+            code = sqlite3_bind_double(handle, index, double)
+        case (.date(let date), .date):
+            code = sqlite3_bind_double(handle, index, date.timeIntervalSinceReferenceDate)
+        case (.string(let string), .string):
+            try bind(.string(string), at: index, handle)
+            return true
+        default:
+            return false
+        }
+        guard code == SQLITE_OK else {
+            throw CoreDataError(.persistentStoreSave, "SQLite could not bind parameter \(index) of a statement of the save (code \(code))")
+        }
+        return true
     }
 
     /// Binds one value to parameter `index` of a statement (strings and blobs are
