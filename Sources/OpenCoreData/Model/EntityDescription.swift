@@ -155,6 +155,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         frozenCache = makeCache()
         frozenNameHash = name.hashValue
         frozenInitialValues = ManagedObjectContext.computeInitialValues(for: self)
+        frozenPlainAttributes = allProperties.map(PlainAttribute.init)
         frozenVersionHash = Data(VersionHasher.hash(of: self))
     }
 
@@ -186,6 +187,22 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The values of a new object (defaults, empty relationships), computed once
     /// when the model is frozen.
     @exclusivity(unchecked) private(set) var frozenInitialValues: [SnapshotValue]?
+
+    /// An attribute validation only checks for its type and presence: no range,
+    /// pattern or validation rule.
+    struct PlainAttribute {
+        let attributeType: AttributeType
+        let isOptional: Bool
+
+        init?(_ property: PropertyDescription) {
+            guard let attribute = property as? AttributeDescription, attribute.minValue == nil, attribute.maxValue == nil,
+                  attribute.regularExpression == nil, attribute.validationRules.isEmpty else { return nil }
+            attributeType = attribute.attributeType
+            isOptional = attribute.isOptional
+        }
+    }
+    /// For each of `allProperties` of a frozen entity: its ``PlainAttribute``, if it is one.
+    @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?
     /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
     /// it, with the registration generation it was resolved in.
     let resolvedClass = Mutex<(generation: Int, type: ManagedObject.Type)?>(nil)

@@ -13,9 +13,17 @@ extension ManagedObject {
     func validatePropertyValues() throws {
         if storage == nil { managedObjectContext?.fireFault(self) }
         let properties = entity.allProperties
+        // Plain attributes of a frozen entity, when no subclass can have rules in
+        // `validateValue(_:forKey:)`: a value of the attribute's own type, or nil
+        // for an optional one, is valid without looking further.
+        let plain = type(of: self) == ManagedObject.self ? entity.frozenPlainAttributes : nil
         var errors: [CoreDataError] = []
         for index in properties.indices {
             guard let storage, index < storage.count else { break }
+            if let plain, index < plain.count, let attribute = plain[index], case .attribute(let value) = storage[index],
+               value.isNull ? attribute.isOptional : AttributeValueCoercion.isStoredAsIs(value, for: attribute.attributeType) {
+                continue
+            }
             let found = validationErrors(of: properties[index], at: index, storage[index])
             if !found.isEmpty { errors += found }
         }

@@ -1,0 +1,117 @@
+import Foundation
+@testable import OpenCoreData
+import OpenCoreDataPredicates
+import Testing
+
+/// Plain attributes (numbers, strings, dates, Booleans) are bound to SQLite straight
+/// from their values and read back through the C API; validation takes a short path
+/// for them. These tests pin down that the short paths keep every value and every
+/// validation failure of the general ones.
+@Suite("SQLite: plain attribute values round-trip; their validation")
+struct PlainValueTests {
+    static func model() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Sample", className: "ManagedObject") {
+                Attribute("small", .integer16)
+                Attribute("medium", .integer32)
+                Attribute("large", .integer64)
+                Attribute("flag", .boolean)
+                Attribute("real", .double)
+                Attribute("single", .float)
+                Attribute("text", .string)
+                Attribute("when", .date)
+                Attribute("required", .string, optional: false)
+            }
+        }
+    }
+
+    static func stack(_ directory: URL) throws -> (PersistentStoreCoordinator, ManagedObjectContext) {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try model())
+        _ = try coordinator.addPersistentStore(type: .sqlite, at: directory.appendingPathComponent("Samples.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        return (coordinator, context)
+    }
+
+    static func directory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("PlainValueTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test("Edge values of every plain type are read back as saved, in another coordinator")
+    func roundTrip() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let texts = ["", "a\u{0}b", "naïve 🦊 日本", String(repeating: "x", count: 1000)]
+        let dates = [Date(timeIntervalSinceReferenceDate: -1e9), Date(timeIntervalSinceReferenceDate: 0.125)]
+        do {
+            let (coordinator, context) = try Self.stack(directory)
+            try context.performAndWait {
+                let entity = coordinator.managedObjectModel.entitiesByName["Sample"]!
+                for (i, text) in texts.enumerated() {
+                    let sample = ManagedObject(entity: entity, insertInto: context)
+                    sample.setValue(i, forKey: "small")
+                    sample.setValue(i == 0 ? Int(Int32.min) : i, forKey: "medium")
+                    sample.setValue(i == 0 ? Int(Int64.max) : -i, forKey: "large")
+                    sample.setValue(i % 2 == 0, forKey: "flag")
+                    sample.setValue(i == 1 ? nil : Double(i) / 3, forKey: "real")
+                    sample.setValue(Double(i) * 0.5, forKey: "single")
+                    sample.setValue(text, forKey: "text")
+                    sample.setValue(i < dates.count ? dates[i] : nil, forKey: "when")
+                    sample.setValue("r\(i)", forKey: "required")
+                }
+                try context.save()
+            }
+        }
+        let (_, context) = try Self.stack(directory)
+        try context.performAndWait {
+            let request = FetchRequest<ManagedObject>(entityName: "Sample")
+            request.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
+            let samples = try context.fetch(request)
+            #expect(samples.count == texts.count)
+            for (i, sample) in samples.enumerated() {
+                #expect(sample.attributeValue(forKey: "small") == .int(Int64(i)))
+                #expect(sample.attributeValue(forKey: "medium") == .int(i == 0 ? Int64(Int32.min) : Int64(i)))
+                #expect(sample.attributeValue(forKey: "large") == .int(i == 0 ? Int64.max : Int64(-i)))
+                #expect(sample.attributeValue(forKey: "flag") == .bool(i % 2 == 0))
+                #expect(sample.attributeValue(forKey: "real") == (i == 1 ? .null : .double(Double(i) / 3)))
+                #expect(sample.attributeValue(forKey: "single") == .double(Double(i) * 0.5))
+                #expect(sample.attributeValue(forKey: "text") == .string(texts[i]))
+                #expect(sample.attributeValue(forKey: "when") == (i < dates.count ? .date(dates[i]) : .null))
+            }
+        }
+    }
+
+    @Test("A missing mandatory value and a value of the wrong type still fail validation, and nothing is saved")
+    func validation() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (coordinator, context) = try Self.stack(directory)
+        try context.performAndWait {
+            let entity = coordinator.managedObjectModel.entitiesByName["Sample"]!
+            let sample = ManagedObject(entity: entity, insertInto: context)
+            sample.setValue(1, forKey: "small")
+            do {
+                try context.save()
+                Issue.record("A save without the mandatory 'required' succeeded")
+            } catch let error as CoreDataError {
+                #expect(error.code == .validationMissingMandatoryProperty)
+                #expect(error.key == "required")
+            }
+            sample.setValue("present", forKey: "required")
+            // A string where an integer belongs (set raw, as a bad import would).
+            sample.setPrimitiveValue("not a number", forKey: "medium")
+            do {
+                try context.save()
+                Issue.record("A save with a string in an integer attribute succeeded")
+            } catch let error as CoreDataError {
+                #expect(error.code == .managedObjectValidation)
+                #expect(error.key == "medium")
+            }
+            let other = ManagedObjectContext(concurrencyType: .privateQueue)
+            other.persistentStoreCoordinator = coordinator
+            #expect(try other.performAndWait { try other.count(for: FetchRequest<ManagedObject>(entityName: "Sample")) } == 0)
+        }
+    }
+}
