@@ -29,49 +29,47 @@ extension SQLiteStore {
     private func writeChanges(_ changes: SaveChanges) throws {
         try write("saving") { db in
             let tombstones = try history?.tombstones(of: changes.deleted, schema: schema, db) ?? [:]
-            var plans: [ObjectIdentifier: InsertPlan] = [:]
+            let cache = self.savePlans
             var last: (entity: ObjectIdentifier, plan: InsertPlan)?
             for index in changes.inserted.indices {
                 let key = ObjectIdentifier(changes.inserted[index].objectID.entity)
                 let plan: InsertPlan
                 if let last, last.entity == key {
                     plan = last.plan
-                } else if let known = plans[key] {
+                } else if let known = cache.inserts[key] {
                     plan = known
                 } else {
                     plan = try insertPlan(for: changes.inserted[index].objectID, db)
-                    plans[key] = plan
+                    cache.inserts[key] = plan
                 }
                 last = (key, plan)
                 try insert(changes.inserted[index], plan)
             }
-            var updates: [UpdateKey: UpdatePlan] = [:]
             for row in changes.updated {
                 guard row.objectID.primaryKey != nil else { continue }
                 let indexes = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
                 let key = UpdateKey(entity: ObjectIdentifier(row.objectID.entity), indexes: indexes)
                 let plan: UpdatePlan
-                if let known = updates[key] {
+                if let known = cache.updates[key] {
                     plan = known
                 } else {
                     plan = try updatePlan(for: row, indexes: indexes, db)
-                    updates[key] = plan
+                    cache.updates[key] = plan
                 }
                 try update(row, plan, db)
             }
-            var deletes: [ObjectIdentifier: DeletePlan] = [:]
             for (id, version) in changes.deleted {
                 let key = ObjectIdentifier(id.entity)
                 let plan: DeletePlan
-                if let known = deletes[key] {
+                if let known = cache.deletes[key] {
                     plan = known
                 } else {
                     plan = try deletePlan(for: id, db)
-                    deletes[key] = plan
+                    cache.deletes[key] = plan
                 }
                 try delete(id, version: version, plan, db)
             }
-            for row in changes.inserted where plans[ObjectIdentifier(row.objectID.entity)]?.hasToMany ?? true {
+            for row in changes.inserted where cache.inserts[ObjectIdentifier(row.objectID.entity)]?.hasToMany ?? true {
                 try writeToMany(row, changed: nil, db)
             }
             for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], db) }
@@ -180,7 +178,7 @@ extension SQLiteStore {
 
     /// How the rows of one entity are inserted during one save: the statement
     /// (built and prepared once), the entity number, and where each property goes.
-    private final class InsertPlan {
+    fileprivate final class InsertPlan {
         let statement: Statement
         let entityNumber: Int
         let columns: [String]
@@ -325,13 +323,13 @@ extension SQLiteStore {
 
     /// The statements of a save are prepared once per entity (and, for updates, per
     /// set of changed properties) and bound through SQLite's C API row after row.
-    private struct UpdateKey: Hashable {
+    fileprivate struct UpdateKey: Hashable {
         let entity: ObjectIdentifier
         let indexes: [Int]
     }
 
     /// How rows of one entity with one set of changed properties are updated.
-    private struct UpdatePlan {
+    fileprivate struct UpdatePlan {
         let statement: Statement
         let columns: [String]
         let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
@@ -369,7 +367,7 @@ extension SQLiteStore {
 
     /// How rows of one entity are deleted: with and without a version check, and
     /// the join-table rows of its many-to-many relationships.
-    private struct DeletePlan {
+    fileprivate struct DeletePlan {
         let checked: Statement
         let unchecked: Statement
         let joinRows: [Statement]
@@ -465,4 +463,17 @@ extension SQLiteStore {
         let theirs = (inverse.entity?.name ?? "") + "." + inverse.name
         return mine <= theirs
     }
+}
+
+/// The insert, update and delete plans of a store's saves (statements prepared
+/// once, how each row's values are bound), kept from one save to the next: a
+/// save of one object would otherwise spend more building them than running
+/// them. Entities are keyed by identity; the store's model keeps them alive.
+///
+/// `@unchecked Sendable`: the plans are only touched inside the store's write
+/// blocks, which its database queue runs one at a time.
+final class SQLiteSavePlans: @unchecked Sendable {
+    fileprivate var inserts: [ObjectIdentifier: SQLiteStore.InsertPlan] = [:]
+    fileprivate var updates: [SQLiteStore.UpdateKey: SQLiteStore.UpdatePlan] = [:]
+    fileprivate var deletes: [ObjectIdentifier: SQLiteStore.DeletePlan] = [:]
 }

@@ -55,6 +55,8 @@ public final class SQLiteStore: PersistentStore {
     /// Primary keys reserved in `Z_PRIMARYKEY` and not handed out yet, by root
     /// entity number (see ``newObjectIDs(for:count:)``).
     let reservedPrimaryKeys = Mutex<[Int: Range<Int64>]>([:])
+    /// The statements of saves, kept from one save to the next (SQLiteStore+Saving.swift).
+    let savePlans = SQLiteSavePlans()
     /// How many primary keys a reservation takes at least: small saves then do not
     /// each pay a transaction of their own to move `Z_MAX`.
     static let primaryKeyReservation: Int64 = 64
@@ -510,7 +512,7 @@ public final class SQLiteStore: PersistentStore {
 
     func write<T>(_ action: @autoclosure () -> String, _ body: (Database) throws -> T) throws -> T {
         do {
-            return try queue.write(body)
+            return try queue.writeWithoutTransaction { db in try SQLiteStore.inWriteTransaction(db, body) }
         } catch let error as CoreDataError {
             throw error
         } catch {
@@ -520,6 +522,26 @@ public final class SQLiteStore: PersistentStore {
 }
 
 extension SQLiteStore {
+    /// Runs `body` in an immediate transaction, committed when it returns and
+    /// rolled back when it throws: GRDB's `write` without its cost. GRDB parses and
+    /// prepares `BEGIN` and `COMMIT` for every transaction (more than a small
+    /// save's own statements); here they are prepared once, from the connection's
+    /// statement cache.
+    static func inWriteTransaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        do {
+            let result = try body(db)
+            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+            return result
+        } catch {
+            // The first error is the one thrown (as GRDB's `inTransaction` does); a
+            // transaction SQLite already rolled back itself (after SQLITE_FULL, say)
+            // leaves nothing to roll back: `rollback()` checks.
+            try? db.rollback()
+            throw error
+        }
+    }
+
     /// The model a store was created (or last migrated) with, decoded from its
     /// `Z_MODELCACHE`: how a store opens without its model file.
     ///
