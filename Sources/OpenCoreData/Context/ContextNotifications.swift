@@ -65,15 +65,38 @@ extension ManagedObjectContext {
         return stream
     }
 
+    /// The notification keys as `AnyHashable`, boxed once. (`nonisolated(unsafe)`:
+    /// `AnyHashable` is not `Sendable`, but these box constant strings and are
+    /// never mutated.)
+    enum BoxedKey {
+        nonisolated(unsafe) static let insertedObjects = AnyHashable(NotificationKey.insertedObjects)
+        nonisolated(unsafe) static let updatedObjects = AnyHashable(NotificationKey.updatedObjects)
+        nonisolated(unsafe) static let deletedObjects = AnyHashable(NotificationKey.deletedObjects)
+        nonisolated(unsafe) static let refreshedObjects = AnyHashable(NotificationKey.refreshedObjects)
+        nonisolated(unsafe) static let insertedObjectIDs = AnyHashable(NotificationKey.insertedObjectIDs)
+        nonisolated(unsafe) static let updatedObjectIDs = AnyHashable(NotificationKey.updatedObjectIDs)
+        nonisolated(unsafe) static let deletedObjectIDs = AnyHashable(NotificationKey.deletedObjectIDs)
+    }
+
+    /// A notification's `userInfo`, built in a table with room to spare. A
+    /// dictionary literal fills a table of just its size, where most keys probe
+    /// past other keys' buckets, and comparing two `AnyHashable` strings casts both
+    /// dynamically: that made a small save's notifications cost more than its SQL.
+    static func userInfo(_ entries: [(AnyHashable, Any)]) -> [AnyHashable: Any] {
+        var info = [AnyHashable: Any](minimumCapacity: entries.count * 4)
+        for (key, value) in entries { info[key] = value }
+        return info
+    }
+
     func publish(_ summary: ContextSaveSummary, inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>) {
-        NotificationCenter.default.post(name: ManagedObjectContext.didSaveNotification, object: self, userInfo: [
-            NotificationKey.insertedObjects: inserted,
-            NotificationKey.updatedObjects: updated,
-            NotificationKey.deletedObjects: deleted,
-            NotificationKey.insertedObjectIDs: summary.insertedObjectIDs,
-            NotificationKey.updatedObjectIDs: summary.updatedObjectIDs,
-            NotificationKey.deletedObjectIDs: summary.deletedObjectIDs,
-        ])
+        NotificationCenter.default.post(name: ManagedObjectContext.didSaveNotification, object: self, userInfo: Self.userInfo([
+            (BoxedKey.insertedObjects, inserted),
+            (BoxedKey.updatedObjects, updated),
+            (BoxedKey.deletedObjects, deleted),
+            (BoxedKey.insertedObjectIDs, summary.insertedObjectIDs),
+            (BoxedKey.updatedObjectIDs, summary.updatedObjectIDs),
+            (BoxedKey.deletedObjectIDs, summary.deletedObjectIDs),
+        ]))
         for continuation in saveObservers.values { continuation.yield(summary) }
         broadcast(summary)
     }
