@@ -37,7 +37,7 @@ extension ManagedObjectContext {
         guard let rows = (try? coordinator.relatedRows(of: [id], relationship: relationship))??.first else { return nil }
         rowGenerationAtFetch = generation
         return rows.map { row in
-            guard let registered = registry[row.objectID]?.object else { return makeFault(row.objectID, row: row) }
+            guard let registered = registry[row.objectID] else { return makeFault(row.objectID, row: row) }
             if registered.isFault, registered.rowCacheOwner == nil {
                 coordinator.retainRow(row)
                 registered.rowCacheOwner = coordinator

@@ -206,11 +206,11 @@ extension ManagedObjectContext {
             for object in relevant {
                 guard let index = object.entity.propertyIndex(named: name), case .toOne(let id?)? = object.slot(index),
                       seen.insert(id).inserted else { continue }
-                if let registered = registry[id]?.object, !registered.isFault { continue }
+                if let registered = registry[id], !registered.isFault { continue }
                 missing.append(id)
             }
             guard !missing.isEmpty else {
-                return seen.compactMap { registry[$0]?.object }
+                return seen.compactMap { registry[$0] }
             }
             fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
         }
@@ -237,7 +237,7 @@ extension ManagedObjectContext {
                     let ids = members[object.objectID] ?? []
                     object.prefetchedObjects += ids.compactMap { fetched[$0] }
                 }
-            } else if case .toOne(let id?)? = object.storage?[index], let destination = fetched[id] ?? registry[id]?.object {
+            } else if case .toOne(let id?)? = object.storage?[index], let destination = fetched[id] ?? registry[id] {
                 object.prefetchedObjects.append(destination)
             }
         }
@@ -256,7 +256,7 @@ extension ManagedObjectContext {
     /// The object of a prefetched row: the registered one (loaded with the row if
     /// it is a fault), else a new one loaded with it.
     private func prefetchedObject(_ row: RowSnapshot) -> ManagedObject {
-        if let registered = registry[row.objectID]?.object {
+        if let registered = registry[row.objectID] {
             if registered.isFault {
                 load(row, into: registered)
                 registered.awakeFromFetch()

@@ -125,7 +125,7 @@ extension ManagedObjectContext {
         }
         for row in rows {
             let object: ManagedObject
-            if let registered = registry[row.objectID]?.object {
+            if let registered = registry[row.objectID] {
                 object = registered
                 if !fetch.includesPropertyValues { objects.append(object); continue }
                 if object.isFault && !asFaults {

@@ -45,7 +45,7 @@ extension ManagedObjectContext {
         // A context pinned to a query generation moves to the newest one (Core Data).
         advanceQueryGeneration()
         var merged: [ManagedObject] = []
-        for id in save.insertedObjectIDs where registry[id]?.object == nil {
+        for id in save.insertedObjectIDs where registry[id] == nil {
             let object = makeFault(id, row: nil)
             eventInserted[ObjectIdentifier(object)] = object
             merged.append(object)
@@ -53,14 +53,14 @@ extension ManagedObjectContext {
         for id in save.updatedObjectIDs {
             // Registered faults are reported too (they load the new values when
             // they fire): observers such as a fetched results controller hold them.
-            guard let object = registry[id]?.object else { continue }
+            guard let object = registry[id] else { continue }
             if !object.isFault { refresh(object, mergeChanges: true) } else { object.faultRow = nil }
             eventRefreshed[ObjectIdentifier(object)] = object
         }
         if !save.deletedObjectIDs.isEmpty {
             var gone: [ManagedObject] = []
             for id in save.deletedObjectIDs {
-                guard let object = registry[id]?.object else { continue }
+                guard let object = registry[id] else { continue }
                 gone.append(object)
                 let key = ObjectIdentifier(object)
                 eventDeleted[key] = object
@@ -91,7 +91,7 @@ extension ManagedObjectContext {
                 }
             }
         }
-        for object in registry.values.compactMap(\.object) {
+        for object in registry.objects {
             if var storage = object.storage { scrub(&storage); object.storage = storage }
             if var committed = object.committed { scrub(&committed.values); object.committed = committed }
             if var start = object.eventStart { scrub(&start); object.eventStart = start }

@@ -53,7 +53,7 @@ extension ManagedObjectContext {
     /// The parent's object for an ID a child uses: temporary IDs of objects the
     /// parent saved since are followed to their permanent IDs.
     func objectForChild(_ id: ObjectID) -> ManagedObject? {
-        if let object = registry[id]?.object { return object }
+        if let object = registry[id] { return object }
         if let saved = savedTemporaryIDs[id] { return object(with: saved) }
         return id.isTemporaryID ? nil : object(with: id)
     }

@@ -141,9 +141,7 @@ extension ManagedObjectContext {
             object.eventStart = nil
             insertedObjectsByID[key] = nil
             if let newID {
-                let entry = registry.removeValue(forKey: object.objectID)
-                object.objectID = newID
-                registry[newID] = entry ?? WeakObject(object)
+                registry.rekey(object, to: newID)
             }
             object.insertedFlag = false
             // The object holds its committed row; the coordinator's row cache learns
@@ -202,12 +200,9 @@ extension ManagedObjectContext {
         }
         for object in temporary {
             guard let newID = mapping[object.objectID] else { continue }
-            let oldID = object.objectID
-            let entry = registry.removeValue(forKey: oldID)
-            object.objectID = newID
-            registry[newID] = entry ?? WeakObject(object)
+            registry.rekey(object, to: newID)
         }
-        for object in registry.values.compactMap(\.object) {
+        for object in registry.objects {
             guard let storage = object.storage else { continue }
             object.storage = storage.map { value in
                 switch value {
@@ -255,15 +250,14 @@ extension ManagedObjectContext {
     /// new (unsaved changes are lost). Clears the undo stack.
     public func reset() {
         assertOnQueue()
-        let invalidated = Set(registry.values.compactMap(\.object))
+        let invalidated = Set(registry.objects)
         for object in invalidated {
             object.managedObjectContext = nil
             object.eventStart = nil
             object.insertedFlag = false
             object.deletedFlag = false
         }
-        registry = [:]
-        registryCountAfterSweep = 0
+        registry.removeAll()
         strong = [:]
         insertedObjectsByID = [:]
         deletedObjectsByID = [:]
@@ -321,6 +315,6 @@ extension ManagedObjectContext {
 
     /// Refreshes every registered object, keeping unsaved changes.
     public func refreshAllObjects() {
-        for object in registry.values.compactMap(\.object) { refresh(object, mergeChanges: true) }
+        for object in registry.objects { refresh(object, mergeChanges: true) }
     }
 }

@@ -100,12 +100,16 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
-                for box in registry.values { if let object = box.object { strong[ObjectIdentifier(object)] = object } }
+                for object in registry.objects { strong[ObjectIdentifier(object)] = object }
             } else {
                 strong = strong.filter { $0.value.hasChanges }
             }
         }
     }
+
+    // Exclusivity: the context's bookkeeping below is `@exclusivity(unchecked)`:
+    // it is touched on the context's queue only, never across a call that could
+    // reach it again within one access (see ManagedObject, docs/performance.md).
 
     /// A registry entry: its object while the object is alive, then nil.
     ///
@@ -113,16 +117,12 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// which makes every retain and release of every managed object slower. The
     /// object instead marks its entries dead as its deinitialization begins (see
     /// `ManagedObject.deinit`), so `object` never returns a deallocated object.
-    // Exclusivity: the context's bookkeeping below is `@exclusivity(unchecked)`:
-    // it is touched on the context's queue only, never across a call that could
-    // reach it again within one access (see ManagedObject, docs/performance.md).
-
     final class WeakObject {
         // unowned(unsafe) is safe here: `target` is only read through `object`,
         // which checks `isAlive`, and the object clears `isAlive` of each of its
         // entries (chained through `previous`) before its memory is freed.
         private unowned(unsafe) let target: ManagedObject
-        /// Cleared by the object's deinit.
+        /// Cleared by the object's deinit, and when the object is unregistered.
         @exclusivity(unchecked) var isAlive = true
         /// The object's earlier entry, if it was registered before.
         let previous: WeakObject?
@@ -136,8 +136,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         }
     }
 
-    /// Every registered object, weakly.
-    @exclusivity(unchecked) var registry: [ObjectID: WeakObject] = [:]
+    /// Every registered object, weakly (see ObjectRegistry.swift).
+    @exclusivity(unchecked) var registry = ObjectRegistry()
     /// Objects held strongly: changed ones, or all with `retainsRegisteredObjects`.
     @exclusivity(unchecked) var strong: [ObjectIdentifier: ManagedObject] = [:]
     @exclusivity(unchecked) var insertedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
@@ -151,8 +151,6 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     @exclusivity(unchecked) var eventRefreshed: [ObjectIdentifier: ManagedObject] = [:]
     @exclusivity(unchecked) var isProcessingChanges = false
     @exclusivity(unchecked) var isUndoingOrRedoing = false
-    /// The registry's size after its last sweep of dead entries (see `register`).
-    @exclusivity(unchecked) var registryCountAfterSweep = 0
     /// The objects whose `eventStart` the current event set: the event's end clears
     /// them (not every object the context holds).
     @exclusivity(unchecked) var eventStarted: [ManagedObject] = []
@@ -183,12 +181,12 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// The objects registered with the context that are still alive.
     public var registeredObjects: Set<ManagedObject> {
-        Set(registry.values.compactMap(\.object))
+        Set(registry.objects)
     }
 
     /// The registered object with `id`, or nil (never a new fault, never a fetch).
     public func registeredObject(for id: ObjectID) -> ManagedObject? {
-        registry[id]?.object
+        registry[id]
     }
 
     /// The object with `id`: the registered one, else a fault for it (Core Data's
@@ -196,7 +194,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// such object, the values read are nil.
     public func object(with id: ObjectID) -> ManagedObject {
         assertOnQueue()
-        if let object = registry[id]?.object { return object }
+        if let object = registry[id] { return object }
         return makeFault(id, row: nil)
     }
 
@@ -204,7 +202,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// exist (Core Data's `existingObject(with:)`).
     public func existingObject(with id: ObjectID) throws -> ManagedObject {
         assertOnQueue()
-        if let object = registry[id]?.object {
+        if let object = registry[id] {
             if object.isFault { try fulfill(object) }
             if object.isDeleted || object.storage != nil { return object }
         }
@@ -229,25 +227,13 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     }
 
     func register(_ object: ManagedObject) {
-        registry[object.objectID] = WeakObject(object)
+        registry.register(object)
         object.managedObjectContext = self
         if retainsRegisteredObjects { strong[ObjectIdentifier(object)] = object }
-        // Entries of objects that went are swept out when the registry has doubled
-        // since the last sweep: each sweep is paid for by as many registrations, and
-        // a context that fetches and drops objects keeps a small registry.
-        if registry.count > Swift.max(4096, 2 * registryCountAfterSweep) {
-            let dead = registry.compactMap { $0.value.isAlive ? nil : $0.key }
-            if dead.count > registry.count / 4 {
-                registry = registry.filter { $0.value.isAlive }
-            } else {
-                for key in dead { registry[key] = nil }
-            }
-            registryCountAfterSweep = registry.count
-        }
     }
 
     func unregister(_ object: ManagedObject) {
-        registry[object.objectID] = nil
+        registry.unregister(object)
         let key = ObjectIdentifier(object)
         strong[key] = nil
         // The change sets hold exactly the objects with the flag set.

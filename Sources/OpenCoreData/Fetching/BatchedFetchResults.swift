@@ -112,7 +112,7 @@ extension ManagedObjectContext {
     /// registry once; rows are matched to their positions by primary key, and
     /// checked against the whole ID.
     func loadBatch(_ ids: [ObjectID], entity: EntityDescription) -> [ManagedObject] {
-        var objects = ids.map { registry[$0]?.object }
+        var objects = ids.map { registry[$0] }
         var missing: [ObjectID] = []
         var positions: [Int64: Int] = [:]
         for (position, id) in ids.enumerated() {

@@ -114,7 +114,7 @@ extension ManagedObjectContext {
                     var fetch = StoreFetch(entity: declaring)
                     fetch.predicate = constraint.dropFirst().reduce(equals(constraint[0], values)) { $0 && equals($1, values) }
                     for row in try sourceRows(fetch) where row.objectID != object.objectID {
-                        if let registered = registry[row.objectID]?.object, registered.hasChanges {
+                        if let registered = registry[row.objectID], registered.hasChanges {
                             if registered.deletedFlag { continue }
                             if constrainedValues(of: registered, constraint) != values { continue }
                         }
@@ -180,7 +180,7 @@ extension ManagedObjectContext {
             // The loser leaves: its relationships are detached, and the objects
             // that pointed to it point to the survivor.
             let loserID = loser.objectID
-            for object in registry.values.compactMap(\.object) where object !== loser && object !== survivor {
+            for object in registry.objects where object !== loser && object !== survivor {
                 guard let storage = object.storage else { continue }
                 for (index, value) in storage.enumerated() {
                     switch value {

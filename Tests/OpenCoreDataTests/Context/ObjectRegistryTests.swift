@@ -1,0 +1,88 @@
+import Foundation
+@testable import OpenCoreData
+import Testing
+
+/// The context's uniquing table keeps old entries after saves (new IDs, deleted
+/// objects) and sweeps them later: lookups must never see them.
+@Suite("Registered objects: lookups after saves, deletes and sweeps")
+struct ObjectRegistryTests {
+    static func context(_ storeType: PersistentStoreType, _ directory: URL) throws -> ManagedObjectContext {
+        let model = try ManagedObjectModel {
+            Entity("Item", className: "ManagedObject") {
+                Attribute("number", .integer64)
+            }
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        if storeType == .sqlite {
+            _ = try coordinator.addPersistentStore(type: .sqlite, at: directory.appendingPathComponent("Items.sqlite"))
+        } else {
+            _ = try coordinator.addPersistentStore(type: storeType)
+        }
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        return context
+    }
+
+    @Test("After a save an object is found by its permanent ID only; after a deleting save, not at all",
+          arguments: [PersistentStoreType.sqlite, .inMemory])
+    func lookups(storeType: PersistentStoreType) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let context = try Self.context(storeType, directory)
+        try context.performAndWait {
+            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+            let items = (0..<10).map { number -> ManagedObject in
+                let item = ManagedObject(entity: entity, insertInto: context)
+                item.setValue(number, forKey: "number")
+                return item
+            }
+            let temporaryIDs = items.map(\.objectID)
+            #expect(temporaryIDs.allSatisfy { $0.isTemporaryID })
+            try context.save()
+            for (item, temporary) in zip(items, temporaryIDs) {
+                #expect(!item.objectID.isTemporaryID)
+                #expect(context.registeredObject(for: temporary) == nil)
+                #expect(context.registeredObject(for: item.objectID) === item)
+                #expect(context.object(with: item.objectID) === item)
+            }
+            #expect(context.registeredObjects.count == items.count)
+
+            let gone = items[0]
+            let goneID = gone.objectID
+            context.delete(gone)
+            try context.save()
+            #expect(context.registeredObject(for: goneID) == nil)
+            #expect(!context.registeredObjects.contains(gone))
+            #expect(context.registeredObjects.count == items.count - 1)
+            // A new fault for the deleted ID is a new object, not the old one.
+            #expect(context.object(with: goneID) !== gone)
+            #expect(throws: CoreDataError.self) { _ = try context.existingObject(with: goneID) }
+        }
+    }
+
+    @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
+    func sweep() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let context = try Self.context(.sqlite, directory)
+        try context.performAndWait {
+            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+            for number in 0..<3000 {
+                ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number")
+            }
+            try context.save()
+            context.reset()
+            let kept = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item")).filter { ($0.value(forKey: "number") as? Int ?? 0) % 100 == 0 }
+            // Fetch and drop the rest several times: the table passes its sweep threshold.
+            for _ in 0..<4 {
+                let all = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+                #expect(all.count == 3000)
+            }
+            #expect(context.registry.count < 4 * 3000)
+            for item in kept { #expect(context.registeredObject(for: item.objectID) === item) }
+            #expect(Set(context.registeredObjects).isSuperset(of: kept))
+        }
+    }
+}
