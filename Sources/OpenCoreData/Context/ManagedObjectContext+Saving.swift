@@ -136,10 +136,20 @@ extension ManagedObjectContext {
         // cache misses); the IDs for the notifications are gathered on the way.
         var insertedIDs: [ObjectID] = []
         insertedIDs.reserveCapacity(inserted.count)
+        // When the saved objects are all the change sets hold (the usual case), the
+        // sets are emptied at once: removing keys one by one from a large dictionary
+        // shifts their neighbors back, rehashing each.
+        let emptiesSets = !retainsRegisteredObjects && strong.count == inserted.count + updated.count + deleted.count
+            && insertedObjectsByID.count == inserted.count && deletedObjectsByID.count == deleted.count
+        if emptiesSets {
+            strong = [:]
+            insertedObjectsByID = [:]
+            deletedObjectsByID = [:]
+        }
         for (object, newID) in zip(inserted, newIDs) {
             let key = ObjectIdentifier(object)
             object.eventStart = nil
-            insertedObjectsByID[key] = nil
+            if !emptiesSets { insertedObjectsByID[key] = nil }
             if let newID {
                 registry.rekey(object, to: newID)
             }
@@ -147,18 +157,23 @@ extension ManagedObjectContext {
             // The object holds its committed row; the coordinator's row cache learns
             // it only if the object turns into a fault and fires again.
             object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [], version: version)
-            if !retainsRegisteredObjects { strong[key] = nil }
+            if !retainsRegisteredObjects && !emptiesSets { strong[key] = nil }
             insertedIDs.append(object.objectID)
         }
         for (position, object) in updated.enumerated() {
             object.eventStart = nil
             object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [],
                                                         version: (object.committedRow?.version ?? 0) + (rowWritten[position] ? version : 0))
-            if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
+            if !retainsRegisteredObjects && !emptiesSets { strong[ObjectIdentifier(object)] = nil }
         }
         for object in deleted {
             object.eventStart = nil
-            unregister(object)
+            if emptiesSets {
+                registry.unregister(object)
+                if object.managedObjectContext === self { object.managedObjectContext = nil }
+            } else {
+                unregister(object)
+            }
             object.deletedFlag = false
             // The coordinator dropped the row from its cache with the save.
             if parent == nil { object.rowCacheOwner = nil }
