@@ -221,4 +221,59 @@ struct BatchRequestTests {
         // Nothing left to delete: an empty result, no error.
         #expect(try context.execute(all).objectIDs == [])
     }
+
+    @Test("batch results: status only and counts without IDs, IDs when asked", arguments: allStoreTypes)
+    func resultTypes(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        func stored(_ format: String) throws -> Int {
+            let request = FetchRequest<ManagedObject>(entityName: "Mood")
+            request.predicate = try CorePredicate(format: format)
+            return try stack.newContext().count(for: request)
+        }
+        // Updates: a count, then only a status; the rows change either way.
+        let high = BatchUpdateRequest(entityName: "Mood")
+        high.predicate = try CorePredicate(format: "rating >= 4")
+        high.propertiesToUpdate = ["creatorID": "high"]
+        high.resultType = .count
+        let counted = try stack.context.execute(high)
+        #expect(counted.count == seed.moods.filter { $0.rating >= 4 }.count)
+        #expect(counted.objectIDs == nil)
+        #expect(try stored("creatorID == 'high'") == seed.moods.filter { $0.rating >= 4 }.count)
+        let low = BatchUpdateRequest(entityName: "Mood")
+        low.predicate = try CorePredicate(format: "rating < 4")
+        low.propertiesToUpdate = ["rating": try CoreExpression(format: "rating + 1")]
+        let status = try stack.context.execute(low)
+        #expect(status.result as? Bool == true)
+        #expect(status.count == nil && status.objectIDs == nil)
+        #expect(try stored("rating == 0") == 0)
+        #expect(try stored("rating == 4") == seed.moods.filter { $0.rating == 3 || $0.rating == 4 }.count)
+
+        // Deletes (moods have join-table rows): status only, a count, IDs.
+        let expected = seed.moods.map { $0.rating < 4 ? $0.rating + 1 : $0.rating }
+        let few = BatchDeleteRequest(entityName: "Mood", predicate: try CorePredicate(format: "rating == 1"))
+        #expect(try stack.context.execute(few).result as? Bool == true)
+        #expect(try stored("rating == 1") == 0)
+        #expect(try stored("TRUEPREDICATE") == expected.filter { $0 != 1 }.count)
+        let some = BatchDeleteRequest(entityName: "Mood", predicate: try CorePredicate(format: "rating == 2"))
+        some.resultType = .count
+        #expect(try stack.context.execute(some).count == expected.filter { $0 == 2 }.count)
+        #expect(try stack.context.execute(some).count == 0)
+        let tagged = FetchRequest<ManagedObject>(entityName: "Tag")
+        let reader = stack.newContext()
+        let tags = try reader.fetch(tagged)
+        let remaining = seed.moods.indices.filter { expected[$0] > 2 }
+        for (index, tag) in tags.sorted(by: { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }).enumerated() {
+            let moods = (tag.value(forKey: "moods") as? Set<ManagedObject>) ?? []
+            let name = seed.tagNames.sorted()[index]
+            let tagIndex = try #require(seed.tagNames.firstIndex(of: name))
+            #expect(moods.count == remaining.filter { seed.moods[$0].tags.contains(tagIndex) }.count)
+        }
+        let rest = BatchDeleteRequest(entityName: "Mood")
+        rest.resultType = .objectIDs
+        let ids = try #require(try stack.context.execute(rest).objectIDs)
+        #expect(ids.count == remaining.count)
+        #expect(ids.allSatisfy { $0.entityName == "Mood" && !$0.isTemporaryID })
+        #expect(try stored("TRUEPREDICATE") == 0)
+    }
 }

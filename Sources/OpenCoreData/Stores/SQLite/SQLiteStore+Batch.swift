@@ -13,6 +13,14 @@ extension SQLiteStore {
     /// all batch requests on a store with persistent history tracking, so that
     /// their changes are recorded in the history like any save's.
     public func execute(_ request: StoreBatchRequest) throws -> [ObjectID] {
+        try execute(request, resultType: .objectIDs).objectIDs ?? []
+    }
+
+    /// A batch request run as ``execute(_:)`` runs it; the `UPDATE` and `DELETE`
+    /// in SQL read the IDs of the rows they change only for
+    /// ``BatchRequestResultType/objectIDs``, and count them with
+    /// `sqlite3_changes` otherwise.
+    public func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult {
         if isReadOnly {
             throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url)
         }
@@ -20,13 +28,20 @@ extension SQLiteStore {
         // save: they go through save(_:).
         switch history == nil ? request : nil {
         case let .update(fetch, values):
-            if let ids = try sqlUpdate(fetch, values) { return ids }
+            if let result = try sqlUpdate(fetch, values, resultType: resultType) { return result }
         case .delete(let fetch):
-            if let ids = try sqlDelete(fetch) { return ids }
+            if let result = try sqlDelete(fetch, resultType: resultType) { return result }
         default:
             break
         }
-        return try executeOverRows(request)
+        return PersistentStoreResult(resultType, try executeOverRows(request))
+    }
+
+    /// The result of an SQL batch statement: the IDs read before it ran, or the
+    /// number of rows it changed.
+    private static func result(_ resultType: BatchRequestResultType, ids: [ObjectID]?, changes: Int) -> PersistentStoreResult {
+        if let ids { return PersistentStoreResult(resultType, ids) }
+        return PersistentStoreResult(resultType, count: changes)
     }
 
     /// `SELECT t0.Z_PK FROM ... WHERE ...` for the rows of a fetch.
@@ -70,7 +85,7 @@ extension SQLiteStore {
 
     // MARK: Update
 
-    private func sqlUpdate(_ fetch: StoreFetch, _ values: [Int: CoreExpression]) throws -> [ObjectID]? {
+    private func sqlUpdate(_ fetch: StoreFetch, _ values: [Int: CoreExpression], resultType: BatchRequestResultType) throws -> PersistentStoreResult? {
         let entity = fetch.entity
         guard let table = schema.table(for: entity), !values.isEmpty else { return nil }
         var sets: [SQLFragment] = []
@@ -97,12 +112,14 @@ extension SQLiteStore {
             if let range = type.integerRange { ranges.append((quoted, range)) }
         }
         let keys = try keySelect(fetch)
-        return try write("batch updating \(entity.name)") { db -> [ObjectID] in
-            let ids = try self.matchingIDs(fetch, db)
-            guard !ids.isEmpty else { return [] }
+        return try write("batch updating \(entity.name)") { db -> PersistentStoreResult in
+            // The IDs only when they are asked for (100k IDs cost more than the UPDATE).
+            let ids = resultType == .objectIDs ? try self.matchingIDs(fetch, db) : nil
+            if ids?.isEmpty == true { return PersistentStoreResult(resultType, []) }
             var sql = SQLFragment("UPDATE \(SQLiteIdentifier.quoted(table)) SET ") + SQLFragment.joined(sets, separator: ", ")
             sql += " , Z_OPT = Z_OPT + 1 WHERE Z_PK IN (" + keys + ")"
             try db.execute(sql: sql.text, arguments: StatementArguments(sql.arguments))
+            let changes = db.changesCount
             // Values out of an integer type's range fail the request, as in memory.
             for (column, range) in ranges {
                 let check = "SELECT \(column) FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (" + keys.text
@@ -112,7 +129,7 @@ extension SQLiteStore {
                                         entityName: entity.name, valueDescription: "\(bad)")
                 }
             }
-            return ids
+            return SQLiteStore.result(resultType, ids: ids, changes: changes)
         }
     }
 
@@ -149,7 +166,7 @@ extension SQLiteStore {
     /// nullification may change what the predicate matches); a delete with nothing
     /// to clear is a single `DELETE` over the fetch's condition (without one, of
     /// the whole table: SQLite then drops the rows and index entries wholesale).
-    private func sqlDelete(_ fetch: StoreFetch) throws -> [ObjectID]? {
+    private func sqlDelete(_ fetch: StoreFetch, resultType: BatchRequestResultType) throws -> PersistentStoreResult? {
         let entities = fetch.includesSubentities ? fetch.entity.selfAndDescendants : [fetch.entity]
         // Statements over the keys in temp.ocd_batch_keys, with the mandatory
         // inverse a nullification would break and the table and column to probe.
@@ -187,9 +204,11 @@ extension SQLiteStore {
         }
         guard let table = schema.table(for: fetch.entity) else { return nil }
         let (keys, hasCondition) = try keySelectAndCondition(fetch)
-        return try write("batch deleting \(fetch.entity.name)") { db -> [ObjectID] in
-            let ids = try self.matchingIDs(fetch, db)
-            guard !ids.isEmpty else { return [] }
+        return try write("batch deleting \(fetch.entity.name)") { db -> PersistentStoreResult in
+            // The IDs only when they are asked for: reading 100k IDs costs more than
+            // deleting the rows.
+            let ids = resultType == .objectIDs ? try self.matchingIDs(fetch, db) : nil
+            if ids?.isEmpty == true { return PersistentStoreResult(resultType, []) }
             if statements.isEmpty {
                 if hasCondition {
                     try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (" + keys.text + ")",
@@ -197,7 +216,7 @@ extension SQLiteStore {
                 } else {
                     try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(table))")
                 }
-                return ids
+                return SQLiteStore.result(resultType, ids: ids, changes: db.changesCount)
             }
             try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS ocd_batch_keys (pk INTEGER PRIMARY KEY)")
             try db.execute(sql: "DELETE FROM temp.ocd_batch_keys")
@@ -215,7 +234,7 @@ extension SQLiteStore {
                 try db.execute(sql: statement)
             }
             try db.execute(sql: "DELETE FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (SELECT pk FROM temp.ocd_batch_keys)")
-            return ids
+            return SQLiteStore.result(resultType, ids: ids, changes: db.changesCount)
         }
     }
 }
