@@ -133,8 +133,8 @@ public struct StoreFetch: Sendable {
     public var fetchOffset: Int = 0
     /// At most this many rows (0: no limit).
     public var fetchLimit: Int = 0
-    /// Whether the rows carry their values (false: only object IDs and versions
-    /// are needed; a store may leave the values out).
+    /// Whether the rows carry their values (false: only object IDs are needed; a
+    /// store may leave the values out and give version 0).
     public var includesPropertyValues: Bool = true
 
     public init(entity: EntityDescription) { self.entity = entity }

@@ -185,6 +185,64 @@ struct FetchOptionTests {
         #expect(try stack.context.count(for: request) == stored)
     }
 
+    @Test("object ID fetches: the IDs and order of object fetches, from an index, with subentities", arguments: allStoreTypes)
+    func objectIDFetches(storeType: PersistentStoreType) throws {
+        let model = try ManagedObjectModel {
+            Entity("Shape") {
+                Attribute("size", .integer32, optional: false, defaultValue: 0)
+                FetchIndex("bySize", "size")
+            }
+            Entity("Circle", parent: "Shape") {}
+            Entity("Square", parent: "Shape") {}
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        if storeType == .sqlite {
+            try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("Shapes.sqlite"))
+        } else {
+            try coordinator.addPersistentStore(type: storeType)
+        }
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        // Sizes that do not follow the insertion (primary key) order: an index on
+        // size hands the keys out in another order than the table.
+        for i in 0..<40 {
+            let shape = ManagedObject(entity: model.entitiesByName[["Square", "Circle", "Shape"][i % 3]]!, insertInto: context)
+            shape.setValue((i * 17) % 11, forKey: "size")
+        }
+        try context.save()
+        context.reset()
+        func check(_ entity: String, _ format: String, subentities: Bool = true, sort: [CoreSortDescriptor] = [], limit: Int = 0) throws {
+            func configured<Result>(_ request: FetchRequest<Result>) throws -> FetchRequest<Result> {
+                request.predicate = try CorePredicate(format: format)
+                request.includesSubentities = subentities
+                request.sortDescriptors = sort
+                request.fetchLimit = limit
+                return request
+            }
+            let ids = try configured(FetchRequest<ObjectID>(entityName: entity))
+            let objects = try configured(FetchRequest<ManagedObject>(entityName: entity))
+            let fetched = try context.fetch(ids)
+            let expected = try context.fetch(objects)
+            #expect(fetched == expected.map(\.objectID), "\(entity) \(format)")
+            #expect(!fetched.isEmpty)
+            // Each ID names its object's own entity.
+            #expect(zip(fetched, expected).allSatisfy { $0.entity === $1.entity })
+        }
+        try check("Circle", "size < 5")
+        try check("Shape", "size < 5")
+        try check("Shape", "size >= 3", subentities: false)
+        try check("Shape", "size >= 3", sort: [CoreSortDescriptor(key: "size", ascending: false)], limit: 7)
+        try check("Square", "TRUEPREDICATE", limit: 5)
+        // In primary-key order when unsorted, whatever the index's order.
+        let keys = try context.fetch(FetchRequest<ObjectID>(entityName: "Shape")).compactMap(\.primaryKey)
+        #expect(keys.count == 40 && keys == keys.sorted())
+        let request = FetchRequest<ManagedObject>(entityName: "Circle")
+        request.predicate = try CorePredicate(format: "size < 5")
+        request.fetchBatchSize = 4
+        let batched = try context.fetchInBatches(request)
+        #expect(batched.map { $0.value(forKey: "size") as? Int } == (try context.fetch(request)).map { $0.value(forKey: "size") as? Int })
+    }
+
     @Test("a child context's ID fetches, batches and prefetching read its parent", arguments: allStoreTypes)
     func childContext(storeType: PersistentStoreType) throws {
         let stack = try TestStack(storeType: storeType)

@@ -206,6 +206,7 @@ public final class SQLiteStore: PersistentStore {
     // MARK: Reading
 
     func fetchRows(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
+        if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch, in: snapshot) }
         let statement = try translator.selectStatement(for: fetch, properties: fetch.includesPropertyValues ? nil : [])
         return try read("fetching \(fetch.entity.name)", in: snapshot, singleStatement: true) { db in
             try statement.prepare(db)
