@@ -151,6 +151,19 @@ struct FetchOptionTests {
         // Nothing changed: the filled-in relationships are not changes.
         #expect(!stack.context.hasChanges)
 
+        // The store's read for many sources: each source's rows in its position,
+        // an object listed twice in both, one without members empty.
+        let store = try #require(stack.coordinator.persistentStores.first)
+        let ordered = try #require(tags[0].entity.relationshipsByName["ordered"])
+        let named = Dictionary(tags.map { ($0.value(forKey: "name") as? String ?? "", $0.objectID) }, uniquingKeysWith: { a, _ in a })
+        let sources = try ["p5", "m5a", "p7", "p5", "p199"].map { try #require(named[$0]) }
+        let grouped = try #require(try store.relatedRows(of: sources, relationship: ordered))
+        let names = grouped.map { rows in rows.compactMap { row -> String? in
+            if case .attribute(.string(let name))? = row.value(named: "name") { return name }
+            return nil
+        } }
+        #expect(names == [["m5b", "m5a"], [], ["m7b", "m7a"], ["m5b", "m5a"], ["m199b", "m199a"]])
+
         // Prefetched members are the registered objects; once the relationship
         // changes, reading it shows the change.
         let parent = try #require(tags.first { ($0.value(forKey: "name") as? String) == "p0" })
