@@ -131,7 +131,10 @@ extension ManagedObjectContext {
         try HistoryAttribution.$current.withValue(HistoryAttribution(author: transactionAuthor, contextName: name)) {
             if case .deleteObjects(let all) = request {
                 for store in stores {
-                    let mine = all.filter { $0.storeIdentifier == store.identifier }
+                    // One store holding them all (the usual case): no copy of the IDs.
+                    let identifier = store.identifier
+                    let mine = stores.count == 1 && all.allSatisfy({ $0.storeIdentifier == identifier })
+                        ? all : all.filter { $0.storeIdentifier == identifier }
                     if !mine.isEmpty { add(try store.execute(.deleteObjects(mine), resultType: resultType)) }
                 }
             } else {

@@ -208,15 +208,22 @@ struct BatchRequestTests {
         #expect(try count("Circle") == 4)
         #expect(try count("Square") == 6)
 
+        // By IDs of two subentities (one table).
+        let pair = BatchDeleteRequest(objectIDs: [circles[3].objectID, squares[5].objectID])
+        pair.resultType = .objectIDs
+        #expect(try context.execute(pair).objectIDs == [circles[3].objectID, squares[5].objectID])
+        #expect(try count("Circle") == 3)
+        #expect(try count("Square") == 5)
+
         let rest = BatchDeleteRequest(entityName: "Circle")
         rest.resultType = .count
-        #expect(try context.execute(rest).count == 4)
+        #expect(try context.execute(rest).count == 3)
         #expect(try count("Circle") == 0)
-        #expect(try count("Square") == 6)
+        #expect(try count("Square") == 5)
 
         let all = BatchDeleteRequest(entityName: "Shape")
         all.resultType = .objectIDs
-        #expect(Set(try context.execute(all).objectIDs ?? []) == Set(squares.map(\.objectID)))
+        #expect(Set(try context.execute(all).objectIDs ?? []) == Set(squares.prefix(5).map(\.objectID)))
         #expect(try count("Shape") == 0)
         // Nothing left to delete: an empty result, no error.
         #expect(try context.execute(all).objectIDs == [])
@@ -275,5 +282,34 @@ struct BatchRequestTests {
         #expect(ids.count == remaining.count)
         #expect(ids.allSatisfy { $0.entityName == "Mood" && !$0.isTemporaryID })
         #expect(try stored("TRUEPREDICATE") == 0)
+    }
+
+    @Test("batch delete by IDs: the objects that exist, once each, in order; join-table rows go", arguments: allStoreTypes)
+    func deleteByIDs(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        let objects = try seed.insert(into: stack)
+        let moods = objects.moods
+        // Deleted already: its ID is left out of the result.
+        let gone = BatchDeleteRequest(objectIDs: [moods[4].objectID])
+        gone.resultType = .count
+        #expect(try stack.context.execute(gone).count == 1)
+        let request = BatchDeleteRequest(objectIDs: [moods[6], moods[1], moods[4], moods[6], moods[9]].map(\.objectID))
+        request.resultType = .objectIDs
+        #expect(try stack.context.execute(request).objectIDs == [moods[6], moods[1], moods[9]].map(\.objectID))
+        let reader = stack.newContext()
+        let left = try reader.fetch(FetchRequest<ManagedObject>(entityName: "Mood")).map(\.objectID)
+        #expect(Set(left) == Set(moods.indices.filter { ![1, 4, 6, 9].contains($0) }.map { moods[$0].objectID }))
+        // The deleted moods left their tags.
+        for (index, tag) in objects.tags.enumerated() {
+            let members = (try reader.existingObject(with: tag.objectID).value(forKey: "moods") as? Set<ManagedObject>) ?? []
+            let expected = seed.moods.indices.filter { ![1, 4, 6, 9].contains($0) && seed.moods[$0].tags.contains(index) }
+            #expect(Set(members.map(\.objectID)) == Set(expected.map { moods[$0].objectID }))
+        }
+        let counted = BatchDeleteRequest(objectIDs: [moods[0], moods[1], moods[2]].map(\.objectID))
+        counted.resultType = .count
+        #expect(try stack.context.execute(counted).count == 2)
+        let status = BatchDeleteRequest(objectIDs: [moods[3].objectID])
+        #expect(try stack.context.execute(status).result as? Bool == true)
+        #expect(try stack.newContext().count(for: FetchRequest<ManagedObject>(entityName: "Mood")) == seed.moods.count - 7)
     }
 }

@@ -45,7 +45,8 @@ extension SQLiteStore {
                 }
                 keys.append((sqlite3_column_int64(sqliteStatement, 0), rowEntity))
             }
-            if sortsKeys { keys.sort { $0.key < $1.key } }
+            // A scan of the table hands the keys out in order already: checked first.
+            if sortsKeys, zip(keys, keys.dropFirst()).contains(where: { $0.key > $1.key }) { keys.sort { $0.key < $1.key } }
             let identifier = self.identifier
             let rows = keys.map { RowSnapshot(objectID: ObjectID(entity: $0.entity, storeIdentifier: identifier, primaryKey: $0.key),
                                               version: 0, values: []) }
