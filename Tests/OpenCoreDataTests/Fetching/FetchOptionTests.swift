@@ -256,6 +256,28 @@ struct FetchOptionTests {
         #expect(batched.map { $0.value(forKey: "size") as? Int } == (try context.fetch(request)).map { $0.value(forKey: "size") as? Int })
     }
 
+    @Test("object ID fetches sorted through a to-one relationship, offset and limited", arguments: allStoreTypes)
+    func objectIDFetchesThroughRelationships(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        stack.context.reset()
+        func configured<Result>(_ request: FetchRequest<Result>) throws -> FetchRequest<Result> {
+            request.predicate = try CorePredicate(format: "country != nil AND ANY tags.name != nil")
+            request.sortDescriptors = [CoreSortDescriptor(key: "country.numericISO3166Code", ascending: false),
+                                       CoreSortDescriptor(key: "rating")]
+            request.fetchOffset = 1
+            request.fetchLimit = 6
+            return request
+        }
+        let ids = try stack.context.fetch(try configured(FetchRequest<ObjectID>(entityName: "Mood")))
+        let objects = try stack.context.fetch(try configured(FetchRequest<ManagedObject>(entityName: "Mood")))
+        #expect(ids.count == 6)
+        #expect(ids == objects.map(\.objectID))
+        let lazy = try configured(FetchRequest<ManagedObject>(entityName: "Mood"))
+        lazy.fetchBatchSize = 4
+        #expect(try stack.context.fetchInBatches(lazy).map(\.objectID) == ids)
+    }
+
     @Test("a child context's ID fetches, batches and prefetching read its parent", arguments: allStoreTypes)
     func childContext(storeType: PersistentStoreType) throws {
         let stack = try TestStack(storeType: storeType)

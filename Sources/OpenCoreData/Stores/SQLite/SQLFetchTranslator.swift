@@ -98,10 +98,12 @@ struct SQLFetchTranslator: Sendable {
         let condition = try context.whereCondition()
         let selectsEntity = fetch.includesSubentities && fetch.entity.selfAndDescendants.count > 1
         let sortsKeys = fetch.sortDescriptors.isEmpty && fetch.fetchOffset <= 0 && fetch.fetchLimit <= 0
+        // The order first: sorting by a to-one key path adds its join to the FROM clause.
+        let order = sortsKeys ? nil : try context.orderBy(fetch.sortDescriptors)
         var sql = SQLFragment(selectsEntity ? "SELECT t0.Z_PK, t0.Z_ENT FROM " : "SELECT t0.Z_PK FROM ") + context.fromClause()
         if let condition { sql += " WHERE " + condition }
-        if !sortsKeys {
-            sql += " ORDER BY " + (try context.orderBy(fetch.sortDescriptors))
+        if let order {
+            sql += " ORDER BY " + order
             sql.text += limitClause(fetch)
         }
         return (SQLFetchStatement(sql: sql.text, arguments: sql.arguments, columns: [], collations: context.collations),
