@@ -7,8 +7,9 @@ extension SQLiteStore {
     /// Batch requests in SQL where it can say them: an update is one `UPDATE`
     /// (values computed by SQLite, `Z_OPT` bumped), a delete (by predicate or by
     /// object IDs) whose delete rules are only nullify and no-action is a few
-    /// `DELETE`/`UPDATE` statements over the matching keys. Inserts, cascade or deny deletes, and updates whose values
-    /// SQL cannot compute exactly as the evaluator does run over rows
+    /// `DELETE`/`UPDATE` statements over the matching keys. Inserts, cascade or
+    /// deny deletes, and updates whose values SQL cannot compute exactly as the
+    /// evaluator does run over rows
     /// (``PersistentStore/executeOverRows(_:)``), still in one transaction; so do
     /// all batch requests on a store with persistent history tracking, so that
     /// their changes are recorded in the history like any save's.
