@@ -30,10 +30,31 @@ public struct PersistentStoreResult: Sendable {
     /// The number of objects changed, for ``BatchRequestResultType/count``.
     public let count: Int?
 
-    init(_ resultType: BatchRequestResultType, _ ids: [ObjectID]) {
+    /// The result of a request that changed the objects `ids`, as `resultType`
+    /// asks for it: the IDs, their number, or only success.
+    ///
+    /// ```swift
+    /// PersistentStoreResult(.count, ids).count   // ids.count
+    /// ```
+    public init(_ resultType: BatchRequestResultType, _ ids: [ObjectID]) {
         self.resultType = resultType
         self.objectIDs = resultType == .objectIDs ? ids : nil
         self.count = resultType == .count ? ids.count : nil
+    }
+
+    /// The result of a request that changed `count` objects without reading their
+    /// IDs (a store's `DELETE` counted by SQLite, say): for
+    /// ``BatchRequestResultType/statusOnly`` and ``BatchRequestResultType/count``.
+    /// With ``BatchRequestResultType/objectIDs`` the IDs are unknown and
+    /// ``objectIDs`` is nil: a store asked for IDs reads them.
+    ///
+    /// ```swift
+    /// PersistentStoreResult(.count, count: db.changesCount)
+    /// ```
+    public init(_ resultType: BatchRequestResultType, count: Int) {
+        self.resultType = resultType
+        self.objectIDs = nil
+        self.count = resultType == .count ? count : nil
     }
 
     /// The result as Core Data's `result` property gives it: `true`, the count, or

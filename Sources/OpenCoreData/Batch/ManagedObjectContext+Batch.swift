@@ -45,8 +45,7 @@ extension ManagedObjectContext {
         guard let store = persistentStoreCoordinator?.store(for: entity) else {
             throw CoreDataError(.persistentStoreSave, "No persistent store holds entity '\(entity.name)'", entityName: entity.name)
         }
-        let ids = try store.execute(.insert(entity: entity, rows: rows))
-        return PersistentStoreResult(request.resultType, ids)
+        return try store.execute(.insert(entity: entity, rows: rows), resultType: request.resultType)
     }
 
     /// Runs a batch update in the store (`execute(_:)`): objects registered in
@@ -73,8 +72,7 @@ extension ManagedObjectContext {
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
-        let ids = try runBatch(.update(fetch, values: values), entity: entity)
-        return PersistentStoreResult(request.resultType, ids)
+        return try runBatch(.update(fetch, values: values), entity: entity, resultType: request.resultType)
     }
 
     /// Runs a batch delete in the store (`execute(_:)`), delete rules included.
@@ -94,15 +92,13 @@ extension ManagedObjectContext {
                 throw CoreDataError(.persistentStoreUnsupportedRequestType, "Can't batch delete \(temporary): its ID is temporary",
                                     objectDescription: temporary.description)
             }
-            let ids = try runBatch(.deleteObjects(ids), entity: first.entity)
-            return PersistentStoreResult(request.resultType, ids)
+            return try runBatch(.deleteObjects(ids), entity: first.entity, resultType: request.resultType)
         }
         let entity = try batchEntity(request.entityName ?? "")
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
-        let ids = try runBatch(.delete(fetch), entity: entity)
-        return PersistentStoreResult(request.resultType, ids)
+        return try runBatch(.delete(fetch), entity: entity, resultType: request.resultType)
     }
 
     private func batchEntity(_ name: String) throws -> EntityDescription {
@@ -115,27 +111,38 @@ extension ManagedObjectContext {
         return entity
     }
 
-    /// Runs a batch request on every store holding the entity; the row cache is
-    /// emptied so that faults fire with the new values.
-    private func runBatch(_ request: StoreBatchRequest, entity: EntityDescription) throws -> [ObjectID] {
+    /// Runs a batch request on every store holding the entity, each store asked
+    /// only for what `resultType` needs (a store reads the changed rows' IDs only
+    /// for ``BatchRequestResultType/objectIDs``); the row cache is emptied so that
+    /// faults fire with the new values.
+    private func runBatch(_ request: StoreBatchRequest, entity: EntityDescription,
+                          resultType: BatchRequestResultType) throws -> PersistentStoreResult {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
         }
         var ids: [ObjectID] = []
+        var count = 0
+        func add(_ result: PersistentStoreResult) {
+            ids += result.objectIDs ?? []
+            count += result.count ?? 0
+        }
         let stores = coordinator.storesHolding(entity)
         // Persistent history records the batch under this context's author and name.
         try HistoryAttribution.$current.withValue(HistoryAttribution(author: transactionAuthor, contextName: name)) {
             if case .deleteObjects(let all) = request {
                 for store in stores {
-                    let mine = all.filter { $0.storeIdentifier == store.identifier }
-                    if !mine.isEmpty { ids += try store.execute(.deleteObjects(mine)) }
+                    // One store holding them all (the usual case): no copy of the IDs.
+                    let identifier = store.identifier
+                    let mine = stores.count == 1 && all.allSatisfy({ $0.storeIdentifier == identifier })
+                        ? all : all.filter { $0.storeIdentifier == identifier }
+                    if !mine.isEmpty { add(try store.execute(.deleteObjects(mine), resultType: resultType)) }
                 }
             } else {
-                for store in stores { ids += try store.execute(request) }
+                for store in stores { add(try store.execute(request, resultType: resultType)) }
             }
         }
         coordinator.forgetCachedRows()
-        return ids
+        return resultType == .objectIDs ? PersistentStoreResult(resultType, ids) : PersistentStoreResult(resultType, count: count)
     }
 }
 

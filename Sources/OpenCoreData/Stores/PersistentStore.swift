@@ -83,6 +83,18 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// of the rows it changed. Stores get an implementation over ``fetchRows(_:)``
     /// and ``save(_:)`` for free; see ``StoreBatchRequest``.
     func execute(_ request: StoreBatchRequest) throws -> [ObjectID]
+    /// Runs a batch insert, update or delete and reports what `resultType` asks
+    /// for: the IDs of the rows it changed, their number, or only success. A store
+    /// that can change rows without reading their IDs first implements it (the
+    /// SQLite store's batch delete is then one `DELETE`, its number of rows
+    /// counted by SQLite); stores get an implementation over ``execute(_:)`` for
+    /// free.
+    ///
+    /// ```swift
+    /// let result = try store.execute(.delete(fetch), resultType: .count)
+    /// result.count   // the rows deleted, cascades included
+    /// ```
+    func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult
 }
 
 extension PersistentStore {
@@ -90,6 +102,10 @@ extension PersistentStore {
     public func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? { nil }
     /// No single read of several rows by ID: contexts fetch them with a predicate.
     public func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? { nil }
+    /// The batch request run by ``execute(_:)``, its IDs reported as `resultType` asks.
+    public func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult {
+        PersistentStoreResult(resultType, try execute(request))
+    }
 }
 
 /// The kind of a persistent store (`NSPersistentStore.StoreType`).
@@ -117,8 +133,8 @@ public struct StoreFetch: Sendable {
     public var fetchOffset: Int = 0
     /// At most this many rows (0: no limit).
     public var fetchLimit: Int = 0
-    /// Whether the rows carry their values (false: only object IDs and versions
-    /// are needed; a store may leave the values out).
+    /// Whether the rows carry their values (false: only object IDs are needed; a
+    /// store may leave the values out and give version 0).
     public var includesPropertyValues: Bool = true
 
     public init(entity: EntityDescription) { self.entity = entity }

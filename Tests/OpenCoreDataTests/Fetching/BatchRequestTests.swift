@@ -208,17 +208,108 @@ struct BatchRequestTests {
         #expect(try count("Circle") == 4)
         #expect(try count("Square") == 6)
 
+        // By IDs of two subentities (one table).
+        let pair = BatchDeleteRequest(objectIDs: [circles[3].objectID, squares[5].objectID])
+        pair.resultType = .objectIDs
+        #expect(try context.execute(pair).objectIDs == [circles[3].objectID, squares[5].objectID])
+        #expect(try count("Circle") == 3)
+        #expect(try count("Square") == 5)
+
         let rest = BatchDeleteRequest(entityName: "Circle")
         rest.resultType = .count
-        #expect(try context.execute(rest).count == 4)
+        #expect(try context.execute(rest).count == 3)
         #expect(try count("Circle") == 0)
-        #expect(try count("Square") == 6)
+        #expect(try count("Square") == 5)
 
         let all = BatchDeleteRequest(entityName: "Shape")
         all.resultType = .objectIDs
-        #expect(Set(try context.execute(all).objectIDs ?? []) == Set(squares.map(\.objectID)))
+        #expect(Set(try context.execute(all).objectIDs ?? []) == Set(squares.prefix(5).map(\.objectID)))
         #expect(try count("Shape") == 0)
         // Nothing left to delete: an empty result, no error.
         #expect(try context.execute(all).objectIDs == [])
+    }
+
+    @Test("batch results: status only and counts without IDs, IDs when asked", arguments: allStoreTypes)
+    func resultTypes(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        func stored(_ format: String) throws -> Int {
+            let request = FetchRequest<ManagedObject>(entityName: "Mood")
+            request.predicate = try CorePredicate(format: format)
+            return try stack.newContext().count(for: request)
+        }
+        // Updates: a count, then only a status; the rows change either way.
+        let high = BatchUpdateRequest(entityName: "Mood")
+        high.predicate = try CorePredicate(format: "rating >= 4")
+        high.propertiesToUpdate = ["creatorID": "high"]
+        high.resultType = .count
+        let counted = try stack.context.execute(high)
+        #expect(counted.count == seed.moods.filter { $0.rating >= 4 }.count)
+        #expect(counted.objectIDs == nil)
+        #expect(try stored("creatorID == 'high'") == seed.moods.filter { $0.rating >= 4 }.count)
+        let low = BatchUpdateRequest(entityName: "Mood")
+        low.predicate = try CorePredicate(format: "rating < 4")
+        low.propertiesToUpdate = ["rating": try CoreExpression(format: "rating + 1")]
+        let status = try stack.context.execute(low)
+        #expect(status.result as? Bool == true)
+        #expect(status.count == nil && status.objectIDs == nil)
+        #expect(try stored("rating == 0") == 0)
+        #expect(try stored("rating == 4") == seed.moods.filter { $0.rating == 3 || $0.rating == 4 }.count)
+
+        // Deletes (moods have join-table rows): status only, a count, IDs.
+        let expected = seed.moods.map { $0.rating < 4 ? $0.rating + 1 : $0.rating }
+        let few = BatchDeleteRequest(entityName: "Mood", predicate: try CorePredicate(format: "rating == 1"))
+        #expect(try stack.context.execute(few).result as? Bool == true)
+        #expect(try stored("rating == 1") == 0)
+        #expect(try stored("TRUEPREDICATE") == expected.filter { $0 != 1 }.count)
+        let some = BatchDeleteRequest(entityName: "Mood", predicate: try CorePredicate(format: "rating == 2"))
+        some.resultType = .count
+        #expect(try stack.context.execute(some).count == expected.filter { $0 == 2 }.count)
+        #expect(try stack.context.execute(some).count == 0)
+        let tagged = FetchRequest<ManagedObject>(entityName: "Tag")
+        let reader = stack.newContext()
+        let tags = try reader.fetch(tagged)
+        let remaining = seed.moods.indices.filter { expected[$0] > 2 }
+        for (index, tag) in tags.sorted(by: { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }).enumerated() {
+            let moods = (tag.value(forKey: "moods") as? Set<ManagedObject>) ?? []
+            let name = seed.tagNames.sorted()[index]
+            let tagIndex = try #require(seed.tagNames.firstIndex(of: name))
+            #expect(moods.count == remaining.filter { seed.moods[$0].tags.contains(tagIndex) }.count)
+        }
+        let rest = BatchDeleteRequest(entityName: "Mood")
+        rest.resultType = .objectIDs
+        let ids = try #require(try stack.context.execute(rest).objectIDs)
+        #expect(ids.count == remaining.count)
+        #expect(ids.allSatisfy { $0.entityName == "Mood" && !$0.isTemporaryID })
+        #expect(try stored("TRUEPREDICATE") == 0)
+    }
+
+    @Test("batch delete by IDs: the objects that exist, once each, in order; join-table rows go", arguments: allStoreTypes)
+    func deleteByIDs(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        let objects = try seed.insert(into: stack)
+        let moods = objects.moods
+        // Deleted already: its ID is left out of the result.
+        let gone = BatchDeleteRequest(objectIDs: [moods[4].objectID])
+        gone.resultType = .count
+        #expect(try stack.context.execute(gone).count == 1)
+        let request = BatchDeleteRequest(objectIDs: [moods[6], moods[1], moods[4], moods[6], moods[9]].map(\.objectID))
+        request.resultType = .objectIDs
+        #expect(try stack.context.execute(request).objectIDs == [moods[6], moods[1], moods[9]].map(\.objectID))
+        let reader = stack.newContext()
+        let left = try reader.fetch(FetchRequest<ManagedObject>(entityName: "Mood")).map(\.objectID)
+        #expect(Set(left) == Set(moods.indices.filter { ![1, 4, 6, 9].contains($0) }.map { moods[$0].objectID }))
+        // The deleted moods left their tags.
+        for (index, tag) in objects.tags.enumerated() {
+            let members = (try reader.existingObject(with: tag.objectID).value(forKey: "moods") as? Set<ManagedObject>) ?? []
+            let expected = seed.moods.indices.filter { ![1, 4, 6, 9].contains($0) && seed.moods[$0].tags.contains(index) }
+            #expect(Set(members.map(\.objectID)) == Set(expected.map { moods[$0].objectID }))
+        }
+        let counted = BatchDeleteRequest(objectIDs: [moods[0], moods[1], moods[2]].map(\.objectID))
+        counted.resultType = .count
+        #expect(try stack.context.execute(counted).count == 2)
+        let status = BatchDeleteRequest(objectIDs: [moods[3].objectID])
+        #expect(try stack.context.execute(status).result as? Bool == true)
+        #expect(try stack.newContext().count(for: FetchRequest<ManagedObject>(entityName: "Mood")) == seed.moods.count - 7)
     }
 }

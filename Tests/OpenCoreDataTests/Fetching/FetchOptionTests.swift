@@ -151,6 +151,19 @@ struct FetchOptionTests {
         // Nothing changed: the filled-in relationships are not changes.
         #expect(!stack.context.hasChanges)
 
+        // The store's read for many sources: each source's rows in its position,
+        // an object listed twice in both, one without members empty.
+        let store = try #require(stack.coordinator.persistentStores.first)
+        let ordered = try #require(tags[0].entity.relationshipsByName["ordered"])
+        let named = Dictionary(tags.map { ($0.value(forKey: "name") as? String ?? "", $0.objectID) }, uniquingKeysWith: { a, _ in a })
+        let sources = try ["p5", "m5a", "p7", "p5", "p199"].map { try #require(named[$0]) }
+        let grouped = try #require(try store.relatedRows(of: sources, relationship: ordered))
+        let names = grouped.map { rows in rows.compactMap { row -> String? in
+            if case .attribute(.string(let name))? = row.value(named: "name") { return name }
+            return nil
+        } }
+        #expect(names == [["m5b", "m5a"], [], ["m7b", "m7a"], ["m5b", "m5a"], ["m199b", "m199a"]])
+
         // Prefetched members are the registered objects; once the relationship
         // changes, reading it shows the change.
         let parent = try #require(tags.first { ($0.value(forKey: "name") as? String) == "p0" })
@@ -183,6 +196,86 @@ struct FetchOptionTests {
         #expect(try stack.context.count(for: request) == stored + 1)
         request.includesPendingChanges = false
         #expect(try stack.context.count(for: request) == stored)
+    }
+
+    @Test("object ID fetches: the IDs and order of object fetches, from an index, with subentities", arguments: allStoreTypes)
+    func objectIDFetches(storeType: PersistentStoreType) throws {
+        let model = try ManagedObjectModel {
+            Entity("Shape") {
+                Attribute("size", .integer32, optional: false, defaultValue: 0)
+                FetchIndex("bySize", "size")
+            }
+            Entity("Circle", parent: "Shape") {}
+            Entity("Square", parent: "Shape") {}
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        if storeType == .sqlite {
+            try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("Shapes.sqlite"))
+        } else {
+            try coordinator.addPersistentStore(type: storeType)
+        }
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        // Sizes that do not follow the insertion (primary key) order: an index on
+        // size hands the keys out in another order than the table.
+        for i in 0..<40 {
+            let shape = ManagedObject(entity: model.entitiesByName[["Square", "Circle", "Shape"][i % 3]]!, insertInto: context)
+            shape.setValue((i * 17) % 11, forKey: "size")
+        }
+        try context.save()
+        context.reset()
+        func check(_ entity: String, _ format: String, subentities: Bool = true, sort: [CoreSortDescriptor] = [], limit: Int = 0) throws {
+            func configured<Result>(_ request: FetchRequest<Result>) throws -> FetchRequest<Result> {
+                request.predicate = try CorePredicate(format: format)
+                request.includesSubentities = subentities
+                request.sortDescriptors = sort
+                request.fetchLimit = limit
+                return request
+            }
+            let ids = try configured(FetchRequest<ObjectID>(entityName: entity))
+            let objects = try configured(FetchRequest<ManagedObject>(entityName: entity))
+            let fetched = try context.fetch(ids)
+            let expected = try context.fetch(objects)
+            #expect(fetched == expected.map(\.objectID), "\(entity) \(format)")
+            #expect(!fetched.isEmpty)
+            // Each ID names its object's own entity.
+            #expect(zip(fetched, expected).allSatisfy { $0.entity === $1.entity })
+        }
+        try check("Circle", "size < 5")
+        try check("Shape", "size < 5")
+        try check("Shape", "size >= 3", subentities: false)
+        try check("Shape", "size >= 3", sort: [CoreSortDescriptor(key: "size", ascending: false)], limit: 7)
+        try check("Square", "TRUEPREDICATE", limit: 5)
+        // In primary-key order when unsorted, whatever the index's order.
+        let keys = try context.fetch(FetchRequest<ObjectID>(entityName: "Shape")).compactMap(\.primaryKey)
+        #expect(keys.count == 40 && keys == keys.sorted())
+        let request = FetchRequest<ManagedObject>(entityName: "Circle")
+        request.predicate = try CorePredicate(format: "size < 5")
+        request.fetchBatchSize = 4
+        let batched = try context.fetchInBatches(request)
+        #expect(batched.map { $0.value(forKey: "size") as? Int } == (try context.fetch(request)).map { $0.value(forKey: "size") as? Int })
+    }
+
+    @Test("object ID fetches sorted through a to-one relationship, offset and limited", arguments: allStoreTypes)
+    func objectIDFetchesThroughRelationships(storeType: PersistentStoreType) throws {
+        let stack = try TestStack(storeType: storeType)
+        try seed.insert(into: stack)
+        stack.context.reset()
+        func configured<Result>(_ request: FetchRequest<Result>) throws -> FetchRequest<Result> {
+            request.predicate = try CorePredicate(format: "country != nil AND ANY tags.name != nil")
+            request.sortDescriptors = [CoreSortDescriptor(key: "country.numericISO3166Code", ascending: false),
+                                       CoreSortDescriptor(key: "rating")]
+            request.fetchOffset = 1
+            request.fetchLimit = 6
+            return request
+        }
+        let ids = try stack.context.fetch(try configured(FetchRequest<ObjectID>(entityName: "Mood")))
+        let objects = try stack.context.fetch(try configured(FetchRequest<ManagedObject>(entityName: "Mood")))
+        #expect(ids.count == 6)
+        #expect(ids == objects.map(\.objectID))
+        let lazy = try configured(FetchRequest<ManagedObject>(entityName: "Mood"))
+        lazy.fetchBatchSize = 4
+        #expect(try stack.context.fetchInBatches(lazy).map(\.objectID) == ids)
     }
 
     @Test("a child context's ID fetches, batches and prefetching read its parent", arguments: allStoreTypes)

@@ -81,6 +81,35 @@ struct SQLFetchTranslator: Sendable {
                                  collations: context.collations)
     }
 
+    /// The `SELECT` of the object IDs of `fetch` (Core Data's `SELECT 0, t0.Z_PK`):
+    /// `t0.Z_PK`, then `t0.Z_ENT` only when the rows may belong to several entities
+    /// (`selectsEntity`). With no sort descriptor, offset or limit the statement has
+    /// no `ORDER BY` (`sortsKeys`: the caller sorts the keys, which is the order
+    /// `ORDER BY t0.Z_PK` gives): SQLite can then read the keys from an index on
+    /// the predicate's columns alone, without visiting the table.
+    ///
+    /// ```swift
+    /// // age < 10: SELECT t0.Z_PK FROM ZPERSON t0 WHERE (t0.ZAGE IS NOT NULL AND t0.ZAGE < ?)
+    /// //           (SEARCH t0 USING COVERING INDEX Z_Person_byAge)
+    /// let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
+    /// ```
+    func objectIDStatement(for fetch: StoreFetch) throws -> (statement: SQLFetchStatement, selectsEntity: Bool, sortsKeys: Bool) {
+        let context = try SQLTranslationContext(translator: self, fetch: fetch)
+        let condition = try context.whereCondition()
+        let selectsEntity = fetch.includesSubentities && fetch.entity.selfAndDescendants.count > 1
+        let sortsKeys = fetch.sortDescriptors.isEmpty && fetch.fetchOffset <= 0 && fetch.fetchLimit <= 0
+        // The order first: sorting by a to-one key path adds its join to the FROM clause.
+        let order = sortsKeys ? nil : try context.orderBy(fetch.sortDescriptors)
+        var sql = SQLFragment(selectsEntity ? "SELECT t0.Z_PK, t0.Z_ENT FROM " : "SELECT t0.Z_PK FROM ") + context.fromClause()
+        if let condition { sql += " WHERE " + condition }
+        if let order {
+            sql += " ORDER BY " + order
+            sql.text += limitClause(fetch)
+        }
+        return (SQLFetchStatement(sql: sql.text, arguments: sql.arguments, columns: [], collations: context.collations),
+                selectsEntity, sortsKeys)
+    }
+
     /// The `SELECT COUNT(*)` counting the rows of `fetch` (sort descriptors are
     /// ignored; offset and limit apply, as the in-memory store applies them).
     func countStatement(for fetch: StoreFetch) throws -> SQLFetchStatement {

@@ -77,9 +77,11 @@ public final class SQLiteStore: PersistentStore {
             self.reader = SQLiteRowReader(store: store, columns: columns)
         }
 
-        /// The snapshots of the rows of `sql` for `keys`, read with the cached statement.
-        func rows(_ db: Database, keys: [Int64]) throws -> [RowSnapshot] {
+        /// The snapshots of the rows of `sql` for `keys`, read with the cached
+        /// statement (room made for `capacity` of them).
+        func rows(_ db: Database, keys: [Int64], capacity: Int = 0) throws -> [RowSnapshot] {
             var result: [RowSnapshot] = []
+            result.reserveCapacity(capacity)
             try rows(db, keys: keys) { snapshot, _ in result.append(snapshot) }
             return result
         }
@@ -208,6 +210,7 @@ public final class SQLiteStore: PersistentStore {
     // MARK: Reading
 
     func fetchRows(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
+        if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch, in: snapshot) }
         let statement = try translator.selectStatement(for: fetch, properties: fetch.includesPropertyValues ? nil : [])
         return try read("fetching \(fetch.entity.name)", in: snapshot, singleStatement: true) { db in
             try statement.prepare(db)
@@ -248,7 +251,7 @@ public final class SQLiteStore: PersistentStore {
         let keys = objectIDs.compactMap(\.primaryKey)
         guard !keys.isEmpty, let query = try rowQuery(for: entity, keys: keys.count) else { return [] }
         return try read("reading \(keys.count) \(entity.name) rows", in: snapshot, singleStatement: true) { db in
-            try query.rows(db, keys: keys)
+            try query.rows(db, keys: keys, capacity: keys.count)
         }
     }
 
@@ -305,34 +308,38 @@ public final class SQLiteStore: PersistentStore {
     /// statements serve any number of sources. Each row comes with its source's key,
     /// which puts it with its source.
     func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [[RowSnapshot]] {
-        var result = Array(repeating: [RowSnapshot](), count: objectIDs.count)
         if objectIDs.count == 1 {
             // Firing one fault: no grouping.
-            guard let pk = objectIDs[0].primaryKey, let query = try relatedRowsQuery(relationship, in: objectIDs[0].entity, keys: 1) else { return result }
-            result[0] = try read("reading \(objectIDs[0]).\(relationship.name)", in: snapshot, singleStatement: true) { db in
+            guard let pk = objectIDs[0].primaryKey, let query = try relatedRowsQuery(relationship, in: objectIDs[0].entity, keys: 1) else { return [[]] }
+            return [try read("reading \(objectIDs[0]).\(relationship.name)", in: snapshot, singleStatement: true) { db in
                 try query.rows(db, keys: [pk])
-            }
-            return result
+            }]
         }
+        var result = Array(repeating: [RowSnapshot](), count: objectIDs.count)
         // The sources by entity (the query names the source entity's storage), each
-        // key once, with the positions it has in `objectIDs`.
-        var groups: [(entity: EntityDescription, keys: [Int64], positions: [Int64: [Int]])] = []
+        // key once with its first position in `objectIDs`; the later positions of an
+        // object listed more than once apart.
+        var groups: [(entity: EntityDescription, keys: [Int64], positions: [Int64: Int])] = []
+        var repeats: [Int: [Int]] = [:]
         for (position, id) in objectIDs.enumerated() {
             guard let pk = id.primaryKey else { continue }
-            var group = groups.firstIndex { $0.entity === id.entity }
-            if group == nil {
+            let group: Int
+            if let last = groups.indices.last, groups[last].entity === id.entity {
+                group = last
+            } else if let found = groups.firstIndex(where: { $0.entity === id.entity }) {
+                group = found
+            } else {
                 groups.append((id.entity, [], [:]))
                 group = groups.count - 1
             }
-            guard let group else { continue }
-            if groups[group].positions[pk] == nil {
-                groups[group].keys.append(pk)
-                groups[group].positions[pk] = [position]
+            if let first = groups[group].positions[pk] {
+                repeats[first, default: []].append(position)
             } else {
-                groups[group].positions[pk]?.append(position)
+                groups[group].keys.append(pk)
+                groups[group].positions[pk] = position
             }
         }
-        var chunks: [(query: RowQuery, arguments: [Int64], positions: [Int64: [Int]])] = []
+        var chunks: [(query: RowQuery, arguments: [Int64], positions: [Int64: Int])] = []
         for group in groups {
             var start = 0
             while start < group.keys.count {
@@ -348,10 +355,26 @@ public final class SQLiteStore: PersistentStore {
         guard !chunks.isEmpty else { return result }
         try read("reading \(relationship.name) of \(objectIDs.count) objects", in: snapshot, singleStatement: chunks.count == 1) { db in
             for chunk in chunks {
-                try chunk.query.rows(db, keys: chunk.arguments) { row, key in
-                    guard let positions = chunk.positions[key] else { return }
-                    for position in positions { result[position].append(row) }
+                // The query orders by source key: each source's rows come as one run,
+                // gathered into an array of its own, sized like the run before.
+                var key: Int64 = 0
+                var gathered: [RowSnapshot] = []
+                func hand(_ rows: [RowSnapshot], to key: Int64) {
+                    guard let position = chunk.positions[key] else { return }
+                    result[position] = rows
+                    for other in repeats[position] ?? [] { result[other] = rows }
                 }
+                try chunk.query.rows(db, keys: chunk.arguments) { row, rowKey in
+                    if rowKey != key, !gathered.isEmpty {
+                        let capacity = gathered.count
+                        hand(gathered, to: key)
+                        gathered = []
+                        gathered.reserveCapacity(capacity)
+                    }
+                    key = rowKey
+                    gathered.append(row)
+                }
+                if !gathered.isEmpty { hand(gathered, to: key) }
             }
         }
         return result
