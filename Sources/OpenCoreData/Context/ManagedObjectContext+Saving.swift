@@ -146,6 +146,7 @@ extension ManagedObjectContext {
             insertedObjectsByID = [:]
             deletedObjectsByID = [:]
         }
+        registry.reserveCapacity(registry.count + inserted.count)
         for (object, newID) in zip(inserted, newIDs) {
             let key = ObjectIdentifier(object)
             object.eventStart = nil
@@ -160,6 +161,7 @@ extension ManagedObjectContext {
             if !retainsRegisteredObjects && !emptiesSets { strong[key] = nil }
             insertedIDs.append(object.objectID)
         }
+        registry.pruneTemporaries()
         for (position, object) in updated.enumerated() {
             object.eventStart = nil
             object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [],
@@ -217,6 +219,7 @@ extension ManagedObjectContext {
             guard let newID = mapping[object.objectID] else { continue }
             registry.rekey(object, to: newID)
         }
+        registry.pruneTemporaries()
         for object in registry.objects {
             guard let storage = object.storage else { continue }
             object.storage = storage.map { value in

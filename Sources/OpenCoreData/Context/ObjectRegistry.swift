@@ -10,30 +10,42 @@ extension ManagedObjectContext {
     /// table has doubled since the last sweep, so a context that fetches, deletes
     /// and drops objects keeps a small table.
     struct ObjectRegistry {
+        /// Objects by permanent ID.
         private var entries: [ObjectID: WeakObject] = [:]
+        /// New objects by temporary ID: a save re-keys them all, and then this
+        /// table is emptied at once (see `pruneTemporaries`).
+        private var temporaries: [ObjectID: WeakObject] = [:]
+        /// Temporary entries re-keyed since the last prune.
+        private var rekeyedTemporaries = 0
         private var countAfterSweep = 0
 
         /// The registered object with `id`, if any.
         subscript(id: ObjectID) -> ManagedObject? {
-            guard let object = entries[id]?.object, object.objectID == id else { return nil }
+            guard let object = (id.isTemporaryID ? temporaries[id] : entries[id])?.object, object.objectID == id else { return nil }
             return object
         }
 
         /// Every registered object that is still alive, once each.
         var objects: [ManagedObject] {
-            entries.compactMap { id, entry in
+            func valid(_ id: ObjectID, _ entry: WeakObject) -> ManagedObject? {
                 guard let object = entry.object, object.objectID == id else { return nil }
                 return object
             }
+            return entries.compactMap(valid) + temporaries.compactMap(valid)
         }
 
-        /// Entries, valid or not (for sizing before a fetch registers many objects).
+        /// Entries by permanent ID, valid or not (for sizing before a fetch
+        /// registers many objects).
         var count: Int { entries.count }
         var capacity: Int { entries.capacity }
         mutating func reserveCapacity(_ capacity: Int) { entries.reserveCapacity(capacity) }
 
         /// Registers `object` under its current ID (replacing any entry there).
         mutating func register(_ object: ManagedObject) {
+            if object.objectID.isTemporaryID {
+                temporaries[object.objectID] = WeakObject(object)
+                return
+            }
             entries[object.objectID] = WeakObject(object)
             // Each sweep is paid for by as many registrations.
             if entries.count > Swift.max(4096, 2 * countAfterSweep) {
@@ -44,19 +56,41 @@ extension ManagedObjectContext {
 
         /// Makes `object` no longer registered (its entry stays, marked dead).
         mutating func unregister(_ object: ManagedObject) {
-            if let entry = entries[object.objectID], entry.object === object { entry.isAlive = false }
+            let id = object.objectID
+            if let entry = id.isTemporaryID ? temporaries[id] : entries[id], entry.object === object { entry.isAlive = false }
         }
 
         /// Gives a registered object a new ID (a save's permanent ID): the object is
         /// found under the new ID, no longer under the old one.
         mutating func rekey(_ object: ManagedObject, to newID: ObjectID) {
-            let entry = entries[object.objectID].flatMap { $0.object === object ? $0 : nil }
+            let oldID = object.objectID
+            let entry = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { $0.object === object ? $0 : nil }
+            if oldID.isTemporaryID && entry != nil { rekeyedTemporaries += 1 }
             object.objectID = newID
-            entries[newID] = entry ?? WeakObject(object)
+            if newID.isTemporaryID {
+                temporaries[newID] = entry ?? WeakObject(object)
+            } else {
+                entries[newID] = entry ?? WeakObject(object)
+            }
+        }
+
+        /// Drops the temporary entries re-keyed since the last prune (the end of a
+        /// save): the whole table at once when they are all it holds (the usual
+        /// case), else by keeping the valid ones (objects inserted and deleted
+        /// before the save leave dead entries).
+        mutating func pruneTemporaries() {
+            if rekeyedTemporaries >= temporaries.count {
+                temporaries = [:]
+            } else if rekeyedTemporaries > 0 || temporaries.count > 4096 {
+                temporaries = temporaries.filter { id, entry in entry.object?.objectID == id }
+            }
+            rekeyedTemporaries = 0
         }
 
         mutating func removeAll() {
             entries = [:]
+            temporaries = [:]
+            rekeyedTemporaries = 0
             countAfterSweep = 0
         }
     }

@@ -61,6 +61,31 @@ struct ObjectRegistryTests {
         }
     }
 
+    @Test("Objects inserted and deleted before a save are gone after it; unsaved new objects stay found")
+    func insertedAndDeleted() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let context = try Self.context(.sqlite, directory)
+        try context.performAndWait {
+            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+            let transient = ManagedObject(entity: entity, insertInto: context)
+            let transientID = transient.objectID
+            let kept = ManagedObject(entity: entity, insertInto: context)
+            context.delete(transient)
+            try context.save()
+            #expect(context.registeredObject(for: transientID) == nil)
+            #expect(context.registeredObject(for: kept.objectID) === kept)
+            // New objects after the save: found by their temporary IDs until the next one.
+            let later = ManagedObject(entity: entity, insertInto: context)
+            #expect(context.registeredObject(for: later.objectID) === later)
+            try context.obtainPermanentIDs(for: [later])
+            #expect(!later.objectID.isTemporaryID)
+            #expect(context.registeredObject(for: later.objectID) === later)
+            #expect(context.registeredObjects == [kept, later])
+        }
+    }
+
     @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
     func sweep() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
