@@ -113,10 +113,11 @@ extension ManagedObjectContext {
     /// checked against the whole ID.
     func loadBatch(_ ids: [ObjectID], entity: EntityDescription) -> [ManagedObject] {
         var objects = ids.map { registry[$0] }
-        // Sized once: growing them key by key cost more than the batch's hashing.
         var missing: [ObjectID] = []
+        var positions: [Int64: Int] = [:]
+        // Sized once: growing them key by key cost more than the batch's hashing.
         missing.reserveCapacity(ids.count)
-        var positions = [Int64: Int](minimumCapacity: ids.count)
+        positions.reserveCapacity(ids.count)
         for (position, id) in ids.enumerated() {
             guard let pk = id.primaryKey, objects[position]?.isFault ?? true else { continue }
             missing.append(id)
