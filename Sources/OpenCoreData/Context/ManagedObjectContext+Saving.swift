@@ -139,8 +139,17 @@ extension ManagedObjectContext {
         // When the saved objects are all the change sets hold (the usual case), the
         // sets are emptied at once: removing keys one by one from a large dictionary
         // shifts their neighbors back, rehashing each.
+        // The counts alone are not enough: validation (user code) may have changed
+        // the sets since the save gathered its objects. Equal counts and every saved
+        // object in its sets (the saved objects are distinct) mean equal sets; a
+        // lookup costs much less than a removal.
+        func holds(_ set: [ObjectIdentifier: ManagedObject], _ objects: [ManagedObject]) -> Bool {
+            objects.allSatisfy { set[ObjectIdentifier($0)] != nil }
+        }
         let emptiesSets = !retainsRegisteredObjects && strong.count == inserted.count + updated.count + deleted.count
             && insertedObjectsByID.count == inserted.count && deletedObjectsByID.count == deleted.count
+            && holds(insertedObjectsByID, inserted) && holds(deletedObjectsByID, deleted)
+            && holds(strong, inserted) && holds(strong, updated) && holds(strong, deleted)
         if emptiesSets {
             strong = [:]
             insertedObjectsByID = [:]

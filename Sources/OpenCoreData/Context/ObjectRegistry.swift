@@ -47,7 +47,12 @@ extension ManagedObjectContext {
                 return
             }
             entries[object.objectID] = WeakObject(object)
-            // Each sweep is paid for by as many registrations.
+            sweepIfNeeded()
+        }
+
+        /// Drops the invalid entries once the table has doubled since the last
+        /// sweep: each sweep is paid for by as many new entries.
+        private mutating func sweepIfNeeded() {
             if entries.count > Swift.max(4096, 2 * countAfterSweep) {
                 entries = entries.filter { id, entry in entry.object?.objectID == id }
                 countAfterSweep = entries.count
@@ -85,6 +90,9 @@ extension ManagedObjectContext {
                 temporaries = temporaries.filter { id, entry in entry.object?.objectID == id }
             }
             rekeyedTemporaries = 0
+            // Re-keyed objects entered the permanent table: an import that only
+            // inserts and saves must have its dropped objects swept too.
+            sweepIfNeeded()
         }
 
         mutating func removeAll() {

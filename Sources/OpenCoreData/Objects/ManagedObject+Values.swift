@@ -98,7 +98,11 @@ extension ManagedObject {
         managedObjectContext?.fireFault(self)
         if storage == nil { storage = ManagedObjectContext.initialValues(for: entity) }
         managedObjectContext?.willChange(self)
-        storage?[index] = .attribute(ManagedObject.attributeValue(from: value, for: attribute))
+        // Converted before the write: an optional-chain assignment keeps its access
+        // to `storage` open while the right-hand side runs (see docs/performance.md,
+        // "Exclusivity checks").
+        let converted = ManagedObject.attributeValue(from: value, for: attribute)
+        storage?[index] = .attribute(converted)
     }
 
     /// The properties changed since the object was last saved or fetched, by name

@@ -2,6 +2,16 @@ import Foundation
 @testable import OpenCoreData
 import Testing
 
+/// An object whose update validation runs a test's code (which changes other objects).
+final class RegistryTrackedItem: ManagedObject {
+    var onValidateForUpdate: (() -> Void)?
+
+    override func validateForUpdate() throws {
+        try super.validateForUpdate()
+        onValidateForUpdate?()
+    }
+}
+
 /// The context's uniquing table keeps old entries after saves (new IDs, deleted
 /// objects) and sweeps them later: lookups must never see them.
 @Suite("Registered objects: lookups after saves, deletes and sweeps")
@@ -83,6 +93,64 @@ struct ObjectRegistryTests {
             #expect(!later.objectID.isTemporaryID)
             #expect(context.registeredObject(for: later.objectID) === later)
             #expect(context.registeredObjects == [kept, later])
+        }
+    }
+
+    @Test("Inserting and saving, never fetching: the entries of dropped objects are swept")
+    func insertOnly() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let context = try Self.context(.sqlite, directory)
+        try context.performAndWait {
+            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+            for batch in 0..<20 {
+                for n in 0..<1000 { ManagedObject(entity: entity, insertInto: context).setValue(batch * 1000 + n, forKey: "number") }
+                try context.save()
+            }
+            #expect(context.registeredObjects.isEmpty)
+            #expect(context.registry.count <= 2 * 4096)
+        }
+    }
+
+    @Test("Objects changed by validation during a save stay changed (the change sets are not emptied under them)")
+    func changesDuringValidation() throws {
+        ManagedObjectClasses.register(RegistryTrackedItem.self)
+        let model = try ManagedObjectModel {
+            Entity("TrackedItem", className: "RegistryTrackedItem") {
+                Attribute("number", .integer64)
+            }
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        _ = try coordinator.addPersistentStore(type: .inMemory)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            let entity = model.entitiesByName["TrackedItem"]!
+            let items = (0..<3).map { n -> RegistryTrackedItem in
+                let item = RegistryTrackedItem(entity: entity, insertInto: context)
+                item.setValue(n, forKey: "number")
+                return item
+            }
+            try context.save()
+            let (a, y, z) = (items[0], items[1], items[2])
+            a.setValue(10, forKey: "number")
+            y.setValue(11, forKey: "number")
+            // While the save validates `a`: `y` loses its change, `z` gets one.
+            a.onValidateForUpdate = {
+                a.onValidateForUpdate = nil
+                context.refresh(y, mergeChanges: false)
+                z.setValue(12, forKey: "number")
+            }
+            try context.save()
+            #expect(z.hasChanges)
+            #expect(context.hasChanges)
+            #expect(context.updatedObjects.contains(z))
+            try context.save()
+            let other = ManagedObjectContext(concurrencyType: .privateQueue)
+            other.persistentStoreCoordinator = coordinator
+            let stored = try other.performAndWait { try other.existingObject(with: z.objectID).value(forKey: "number") as? Int }
+            #expect(stored == 12)
         }
     }
 

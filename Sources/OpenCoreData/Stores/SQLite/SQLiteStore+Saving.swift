@@ -40,7 +40,7 @@ extension SQLiteStore {
                     plan = known
                 } else {
                     plan = try insertPlan(for: changes.inserted[index].objectID, db)
-                    cache.inserts[key] = plan
+                    if keepsPlans(for: changes.inserted[index].objectID.entity) { cache.inserts[key] = plan }
                 }
                 last = (key, plan)
                 try insert(changes.inserted[index], plan)
@@ -54,7 +54,7 @@ extension SQLiteStore {
                     plan = known
                 } else {
                     plan = try updatePlan(for: row, indexes: indexes, db)
-                    cache.updates[key] = plan
+                    if keepsPlans(for: row.objectID.entity) { cache.updates[key] = plan }
                 }
                 try update(row, plan, db)
             }
@@ -65,7 +65,7 @@ extension SQLiteStore {
                     plan = known
                 } else {
                     plan = try deletePlan(for: id, db)
-                    cache.deletes[key] = plan
+                    if keepsPlans(for: id.entity) { cache.deletes[key] = plan }
                 }
                 try delete(id, version: version, plan, db)
             }
@@ -335,9 +335,20 @@ extension SQLiteStore {
         let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
     }
 
+    /// Whether the plans of `entity`'s rows are kept for later saves: plans are
+    /// keyed by entity identity, which only the entities of the store's own model
+    /// (alive as long as the store) keep unique.
+    private func keepsPlans(for entity: EntityDescription) -> Bool {
+        model.entitiesByName[entity.name] === entity
+    }
+
     private func updatePlan(for row: RowSnapshot, indexes: [Int], _ db: Database) throws -> UpdatePlan {
-        let storages = storages(of: row.objectID.entity, indexes: indexes)
-        let columns = try assignments(row, storages: storages).map(\.0)
+        let entity = row.objectID.entity
+        let storages = storages(of: entity, indexes: indexes)
+        // The columns every row of the entity assigns, from a row of initial values
+        // (the plan is kept: a malformed first row must not shape it).
+        let template = RowSnapshot(objectID: row.objectID, version: 1, values: ManagedObjectContext.initialValues(for: entity))
+        let columns = try assignments(template, storages: storages).map(\.0)
         let sets = ["Z_OPT = Z_OPT + 1"] + columns.map { "\(SQLiteIdentifier.quoted($0)) = ?" }
         let statement = try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?")
         statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: columns.count + 2)))
