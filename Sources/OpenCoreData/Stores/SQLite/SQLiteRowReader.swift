@@ -30,28 +30,29 @@ final class SQLiteRowReader {
     private var lastNumber: Int?
     private var lastPlan: Plan?
 
-    /// What one column does for rows of one entity.
-    private enum Action {
+    /// Where the value of one property comes from, for rows of one entity.
+    private enum Slot {
+        /// No column: a to-many fault, a nil to-one or a null attribute.
+        case constant(SnapshotValue)
         /// An attribute whose stored value is its value (no transformer, no external file).
-        case plainAttribute(column: Int, index: Int, type: AttributeType)
-        case attribute(column: Int, index: Int, attribute: AttributeDescription)
+        case plainAttribute(column: Int, type: AttributeType)
+        case attribute(column: Int, attribute: AttributeDescription)
         /// A to-one relationship: its destination's key, and the column of the
         /// destination's entity number when the destination has subentities.
-        case toOne(keyColumn: Int, entityColumn: Int?, index: Int, declared: EntityDescription)
+        case toOne(keyColumn: Int, entityColumn: Int?, declared: EntityDescription)
     }
 
-    /// The reading plan of one entity (a class: rows take it without copying its
-    /// fields).
+    /// The reading plan of one entity: one slot per property, in the entity's
+    /// property order, so that a row's values are built in one pass into an array
+    /// of the right size (no copy of a template array to overwrite). A class: rows
+    /// take it without copying its fields.
     private final class Plan {
         let entity: EntityDescription
-        /// The values before any column is read: to-many faults, nil to-ones, null attributes.
-        let template: [SnapshotValue]
-        let actions: [Action]
+        let slots: [Slot]
 
-        init(entity: EntityDescription, template: [SnapshotValue], actions: [Action]) {
+        init(entity: EntityDescription, slots: [Slot]) {
             self.entity = entity
-            self.template = template
-            self.actions = actions
+            self.slots = slots
         }
     }
 
@@ -84,16 +85,13 @@ final class SQLiteRowReader {
 
     private func makePlan(_ entity: EntityDescription) -> Plan {
         let properties = entity.allProperties
-        let template = properties.map { property -> SnapshotValue in
+        var slots = properties.map { property -> Slot in
             switch property {
-            case let relationship as RelationshipDescription: return relationship.isToMany ? .toMany(nil) : .toOne(nil)
-            default: return .attribute(.null)
+            case let relationship as RelationshipDescription: return .constant(relationship.isToMany ? .toMany(nil) : .toOne(nil))
+            default: return .constant(.attribute(.null))
             }
         }
-        var actions: [Action] = []
-        // To-one columns by property index (the last column for an index wins), in
-        // the order the relationships first appear.
-        var toOneOrder: [Int] = []
+        // To-one columns by property index (the last column for an index wins).
         var keyColumns: [Int: Int] = [:]
         var entityColumns: [Int: Int] = [:]
         for column in columns {
@@ -105,23 +103,22 @@ final class SQLiteRowReader {
                 guard let attribute = column.property as? AttributeDescription else { continue }
                 let type = attribute.attributeType
                 if type == .transformable || (type == .binaryData && attribute.allowsExternalBinaryDataStorage) {
-                    actions.append(.attribute(column: column.index, index: index, attribute: attribute))
+                    slots[index] = .attribute(column: column.index, attribute: attribute)
                 } else {
-                    actions.append(.plainAttribute(column: column.index, index: index, type: type))
+                    slots[index] = .plainAttribute(column: column.index, type: type)
                 }
             case .toOneKey:
-                if keyColumns[index] == nil { toOneOrder.append(index) }
                 keyColumns[index] = column.index
             case .toOneEntity:
                 entityColumns[index] = column.index
             }
         }
-        for index in toOneOrder {
-            guard let keyColumn = keyColumns[index], let relationship = properties[index] as? RelationshipDescription,
+        for (index, keyColumn) in keyColumns {
+            guard let relationship = properties[index] as? RelationshipDescription,
                   let declared = relationship.destinationEntity else { continue }
-            actions.append(.toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], index: index, declared: declared))
+            slots[index] = .toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], declared: declared)
         }
-        return Plan(entity: entity, template: template, actions: actions)
+        return Plan(entity: entity, slots: slots)
     }
 
     /// The snapshot of one result row; nil when its `Z_ENT` names no entity of the model.
@@ -140,17 +137,23 @@ final class SQLiteRowReader {
         guard let pk = columns.integer(0) else { return nil }
         guard let number = columns.integer(1).map({ Int(truncatingIfNeeded: $0) }), let plan = plan(forNumber: number) else { return nil }
         let version = columns.integer(2) ?? 1
-        var values = plan.template
-        for action in plan.actions {
-            switch action {
-            case .plainAttribute(let columnIndex, let index, let type):
-                values[index] = .attribute(columns.attributeValue(columnIndex, as: type))
-            case .attribute(let columnIndex, let index, let attribute):
-                values[index] = .attribute(try store.decode(columns.databaseValue(columnIndex), for: attribute, entity: plan.entity))
-            case .toOne(let keyColumn, let entityColumn, let index, let declared):
-                guard let key = columns.integer(keyColumn) else { continue }
+        var values: [SnapshotValue] = []
+        values.reserveCapacity(plan.slots.count)
+        for slot in plan.slots {
+            switch slot {
+            case .constant(let value):
+                values.append(value)
+            case .plainAttribute(let column, let type):
+                values.append(.attribute(columns.attributeValue(column, as: type)))
+            case .attribute(let column, let attribute):
+                values.append(.attribute(try store.decode(columns.databaseValue(column), for: attribute, entity: plan.entity)))
+            case .toOne(let keyColumn, let entityColumn, let declared):
+                guard let key = columns.integer(keyColumn) else {
+                    values.append(.toOne(nil))
+                    continue
+                }
                 let destination = entityColumn.flatMap { columns.integer($0) }.flatMap { entity(forNumber: Int(truncatingIfNeeded: $0)) } ?? declared
-                values[index] = .toOne(ObjectID(entity: destination, storeIdentifier: storeIdentifier, primaryKey: key))
+                values.append(.toOne(ObjectID(entity: destination, storeIdentifier: storeIdentifier, primaryKey: key)))
             }
         }
         return RowSnapshot(objectID: ObjectID(entity: plan.entity, storeIdentifier: storeIdentifier, primaryKey: pk),
