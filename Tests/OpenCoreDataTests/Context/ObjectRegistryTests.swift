@@ -36,8 +36,7 @@ struct ObjectRegistryTests {
     @Test("After a save an object is found by its permanent ID only; after a deleting save, not at all",
           arguments: [PersistentStoreType.sqlite, .inMemory])
     func lookups(storeType: PersistentStoreType) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let context = try Self.context(storeType, directory)
         try context.performAndWait {
@@ -73,8 +72,7 @@ struct ObjectRegistryTests {
 
     @Test("Objects inserted and deleted before a save are gone after it; unsaved new objects stay found")
     func insertedAndDeleted() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let context = try Self.context(.sqlite, directory)
         try context.performAndWait {
@@ -98,8 +96,7 @@ struct ObjectRegistryTests {
 
     @Test("Inserting and saving, never fetching: the entries of dropped objects are swept")
     func insertOnly() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let context = try Self.context(.sqlite, directory)
         try context.performAndWait {
@@ -156,8 +153,7 @@ struct ObjectRegistryTests {
 
     @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
     func sweep() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ObjectRegistryTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let context = try Self.context(.sqlite, directory)
         try context.performAndWait {
