@@ -71,13 +71,7 @@ struct TestStack {
                 Relationship("orderedBy", to: "Tag", inverse: "ordered")
             }
         }
-        coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        if storeType == .sqlite {
-            let url = try Fixtures.temporaryDirectory().appendingPathComponent("Test.sqlite")
-            try coordinator.addPersistentStore(type: storeType, at: url)
-        } else {
-            try coordinator.addPersistentStore(type: storeType)
-        }
+        (coordinator, _) = try Fixtures.coordinator(for: model, storeType: storeType)
         context = ManagedObjectContext(concurrencyType: .mainQueue)
         context.persistentStoreCoordinator = coordinator
         if undo { context.undoManager = CoreUndoManager() }

@@ -16,29 +16,24 @@ final class RegistryTrackedItem: ManagedObject {
 /// objects) and sweeps them later: lookups must never see them.
 @Suite("Registered objects: lookups after saves, deletes and sweeps")
 struct ObjectRegistryTests {
-    static func context(_ storeType: PersistentStoreType, _ directory: URL) throws -> ManagedObjectContext {
+    /// A context on a store of `storeType` holding `Item`s, and the store's folder (if any) to remove.
+    static func context(_ storeType: PersistentStoreType) throws -> (ManagedObjectContext, folder: URL?) {
         let model = try ManagedObjectModel {
             Entity("Item", className: "ManagedObject") {
                 Attribute("number", .integer64)
             }
         }
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        if storeType == .sqlite {
-            _ = try coordinator.addPersistentStore(type: .sqlite, at: directory.appendingPathComponent("Items.sqlite"))
-        } else {
-            _ = try coordinator.addPersistentStore(type: storeType)
-        }
+        let (coordinator, folder) = try Fixtures.coordinator(for: model, storeType: storeType)
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = coordinator
-        return context
+        return (context, folder)
     }
 
     @Test("After a save an object is found by its permanent ID only; after a deleting save, not at all",
           arguments: [PersistentStoreType.sqlite, .inMemory])
     func lookups(storeType: PersistentStoreType) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let context = try Self.context(storeType, directory)
+        let (context, folder) = try Self.context(storeType)
+        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
         try context.performAndWait {
             let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
             let items = (0..<10).map { number -> ManagedObject in
@@ -72,9 +67,8 @@ struct ObjectRegistryTests {
 
     @Test("Objects inserted and deleted before a save are gone after it; unsaved new objects stay found")
     func insertedAndDeleted() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let context = try Self.context(.sqlite, directory)
+        let (context, folder) = try Self.context(.sqlite)
+        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
         try context.performAndWait {
             let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
             let transient = ManagedObject(entity: entity, insertInto: context)
@@ -96,9 +90,8 @@ struct ObjectRegistryTests {
 
     @Test("Inserting and saving, never fetching: the entries of dropped objects are swept")
     func insertOnly() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let context = try Self.context(.sqlite, directory)
+        let (context, folder) = try Self.context(.sqlite)
+        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
         try context.performAndWait {
             let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
             for batch in 0..<20 {
@@ -153,9 +146,8 @@ struct ObjectRegistryTests {
 
     @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
     func sweep() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let context = try Self.context(.sqlite, directory)
+        let (context, folder) = try Self.context(.sqlite)
+        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
         try context.performAndWait {
             let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
             for number in 0..<3000 {

@@ -15,15 +15,8 @@ struct SaveVersionTests {
                 Attribute("scratch", .string, transient: true)
             }
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("SaveVersionTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        if storeType == .sqlite {
-            _ = try coordinator.addPersistentStore(type: .sqlite, at: directory.appendingPathComponent("Notes.sqlite"))
-        } else {
-            _ = try coordinator.addPersistentStore(type: storeType)
-        }
+        let (coordinator, folder) = try Fixtures.coordinator(for: model, storeType: storeType)
+        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = coordinator
         try context.performAndWait {

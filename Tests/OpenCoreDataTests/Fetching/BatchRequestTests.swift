@@ -179,12 +179,7 @@ struct BatchRequestTests {
             Entity("Circle", parent: "Shape") {}
             Entity("Square", parent: "Shape") {}
         }
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        if storeType == .sqlite {
-            try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("Shapes.sqlite"))
-        } else {
-            try coordinator.addPersistentStore(type: storeType)
-        }
+        let (coordinator, _) = try Fixtures.coordinator(for: model, storeType: storeType)
         let context = ManagedObjectContext(concurrencyType: .mainQueue)
         context.persistentStoreCoordinator = coordinator
         var circles: [ManagedObject] = []

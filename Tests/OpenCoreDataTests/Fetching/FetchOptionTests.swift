@@ -208,12 +208,7 @@ struct FetchOptionTests {
             Entity("Circle", parent: "Shape") {}
             Entity("Square", parent: "Shape") {}
         }
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        if storeType == .sqlite {
-            try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("Shapes.sqlite"))
-        } else {
-            try coordinator.addPersistentStore(type: storeType)
-        }
+        let (coordinator, _) = try Fixtures.coordinator(for: model, storeType: storeType)
         let context = ManagedObjectContext(concurrencyType: .mainQueue)
         context.persistentStoreCoordinator = coordinator
         // Sizes that do not follow the insertion (primary key) order: an index on
@@ -354,12 +349,7 @@ struct FetchTemplateTests {
         var template = FetchRequestTemplate(entityName: "Book", predicateFormat: "stars >= $MIN AND title BEGINSWITH $PREFIX")
         template.fetchLimit = 10
         model.setFetchRequestTemplate(template, forName: "Starred")
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        if storeType == .sqlite {
-            try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("T.sqlite"))
-        } else {
-            try coordinator.addPersistentStore(type: storeType)
-        }
+        let (coordinator, _) = try Fixtures.coordinator(for: model, storeType: storeType)
         let context = ManagedObjectContext(concurrencyType: .mainQueue)
         context.persistentStoreCoordinator = coordinator
         return (context, model)

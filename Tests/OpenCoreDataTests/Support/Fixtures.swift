@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import OpenCoreData
 import Testing
 
 /// The Apple-written fixtures kept in Tests/OpenCoreDataTests/Fixtures (see its
@@ -63,6 +64,19 @@ enum Fixtures {
             }
         }
         return target
+    }
+
+    /// A coordinator for `model` with one store of `storeType`: SQLite in a new
+    /// temporary folder (returned too, for the test to remove), or in memory.
+    static func coordinator(for model: ManagedObjectModel, storeType: PersistentStoreType) throws -> (PersistentStoreCoordinator, folder: URL?) {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        guard storeType == .sqlite else {
+            try coordinator.addPersistentStore(type: storeType)
+            return (coordinator, nil)
+        }
+        let folder = try temporaryDirectory()
+        try coordinator.addPersistentStore(type: .sqlite, at: folder.appendingPathComponent("Store.sqlite"))
+        return (coordinator, folder)
     }
 
     static func temporaryDirectory() throws -> URL {
