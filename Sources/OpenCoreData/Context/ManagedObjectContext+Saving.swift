@@ -156,6 +156,7 @@ extension ManagedObjectContext {
             deletedObjectsByID = [:]
         }
         registry.reserveCapacity(registry.count + inserted.count)
+        registry.beginRekeying()
         for (object, newID) in zip(inserted, newIDs) {
             let key = ObjectIdentifier(object)
             object.eventStart = nil
@@ -224,6 +225,7 @@ extension ManagedObjectContext {
             let ids = try coordinator.newObjectIDs(for: first.entity, count: group.count)
             for (object, id) in zip(group, ids) { mapping[object.objectID] = id }
         }
+        registry.beginRekeying()
         for object in temporary {
             guard let newID = mapping[object.objectID] else { continue }
             registry.rekey(object, to: newID)

@@ -65,6 +65,12 @@ extension ManagedObjectContext {
             if let entry = id.isTemporaryID ? temporaries[id] : entries[id], entry.object === object { entry.isAlive = false }
         }
 
+        /// Starts a pass of re-keying that ends with `pruneTemporaries()` (a pass
+        /// that failed halfway must not count toward the next one).
+        mutating func beginRekeying() {
+            rekeyedTemporaries = 0
+        }
+
         /// Gives a registered object a new ID (a save's permanent ID): the object is
         /// found under the new ID, no longer under the old one.
         mutating func rekey(_ object: ManagedObject, to newID: ObjectID) {
