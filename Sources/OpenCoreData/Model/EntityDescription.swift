@@ -120,6 +120,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         let propertyIndexes: [String: Int]
         /// The names of `allProperties`, in order.
         let propertyNames: [String]
+        /// The bits of each of `propertyNames` (see `indexOfProperty(named:)`).
+        let propertyNameBits: [StringBits]
 
         init(allProperties: [PropertyDescription], propertiesByName: [String: PropertyDescription],
              attributesByName: [String: AttributeDescription], relationshipsByName: [String: RelationshipDescription],
@@ -130,6 +132,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
             self.relationshipsByName = relationshipsByName
             self.propertyIndexes = propertyIndexes
             self.propertyNames = propertyNames
+            self.propertyNameBits = propertyNames.map(StringBits.init)
         }
     }
 
@@ -170,10 +173,28 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The index of the property named `name` in ``allProperties``: a scan of the
     /// names for entities of up to 16 properties (comparing short names costs less
     /// than hashing one), the dictionary above that.
+    ///
+    /// The scan first compares the names' bits: two strings with the same bits are
+    /// the same string (the same small-string bytes, or the same storage), and a
+    /// key written in code (`"name"`) is a small string with the same bits as the
+    /// model's; a name that matches no bits is compared as a string.
     func indexOfProperty(named name: String) -> Int? {
-        guard let names = frozenCache?.propertyNames else { return makeCache().propertyIndexes[name] }
-        if names.count <= 16 { return names.firstIndex(of: name) }
-        return frozenCache?.propertyIndexes[name]
+        guard let cache = frozenCache else { return makeCache().propertyIndexes[name] }
+        let names = cache.propertyNames
+        guard names.count <= 16 else { return cache.propertyIndexes[name] }
+        let bits = StringBits(name)
+        if let index = cache.propertyNameBits.firstIndex(of: bits) { return index }
+        return names.firstIndex(of: name)
+    }
+
+    /// The 16 bytes of a `String` value, compared as two integers.
+    struct StringBits: Equatable {
+        let low: UInt64
+        let high: UInt64
+
+        init(_ string: String) {
+            (low, high) = unsafeBitCast(string, to: (UInt64, UInt64).self)
+        }
     }
     /// Every attribute, inherited ones included, by name.
     public var attributesByName: [String: AttributeDescription] { frozenCache?.attributesByName ?? makeCache().attributesByName }
