@@ -29,13 +29,20 @@ struct ObjectRegistryTests {
         return (context, folder)
     }
 
+    /// Runs `body` on the queue of a new context on a store of `storeType`, with the
+    /// `Item` entity; removes the store's folder afterwards.
+    static func withItems(_ storeType: PersistentStoreType = .sqlite,
+                          _ body: (ManagedObjectContext, EntityDescription) throws -> Void) throws {
+        let (context, folder) = try context(storeType)
+        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
+        let entity = try #require(context.persistentStoreCoordinator?.managedObjectModel.entitiesByName["Item"])
+        try context.performAndWait { try body(context, entity) }
+    }
+
     @Test("After a save an object is found by its permanent ID only; after a deleting save, not at all",
           arguments: [PersistentStoreType.sqlite, .inMemory])
     func lookups(storeType: PersistentStoreType) throws {
-        let (context, folder) = try Self.context(storeType)
-        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
-        try context.performAndWait {
-            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+        try Self.withItems(storeType) { context, entity in
             let items = (0..<10).map { number -> ManagedObject in
                 let item = ManagedObject(entity: entity, insertInto: context)
                 item.setValue(number, forKey: "number")
@@ -67,10 +74,7 @@ struct ObjectRegistryTests {
 
     @Test("Objects inserted and deleted before a save are gone after it; unsaved new objects stay found")
     func insertedAndDeleted() throws {
-        let (context, folder) = try Self.context(.sqlite)
-        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
-        try context.performAndWait {
-            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+        try Self.withItems { context, entity in
             let transient = ManagedObject(entity: entity, insertInto: context)
             let transientID = transient.objectID
             let kept = ManagedObject(entity: entity, insertInto: context)
@@ -90,10 +94,7 @@ struct ObjectRegistryTests {
 
     @Test("Inserting and saving, never fetching: the entries of dropped objects are swept")
     func insertOnly() throws {
-        let (context, folder) = try Self.context(.sqlite)
-        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
-        try context.performAndWait {
-            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+        try Self.withItems { context, entity in
             for batch in 0..<20 {
                 for n in 0..<1000 { ManagedObject(entity: entity, insertInto: context).setValue(batch * 1000 + n, forKey: "number") }
                 try context.save()
@@ -146,10 +147,7 @@ struct ObjectRegistryTests {
 
     @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
     func sweep() throws {
-        let (context, folder) = try Self.context(.sqlite)
-        defer { if let folder { try? FileManager.default.removeItem(at: folder) } }
-        try context.performAndWait {
-            let entity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Item"]!
+        try Self.withItems { context, entity in
             for number in 0..<3000 {
                 ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number")
             }
