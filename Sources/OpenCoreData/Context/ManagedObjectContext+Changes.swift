@@ -144,10 +144,10 @@ extension ManagedObjectContext {
                 }
                 if object.insertedFlag {
                     // A new object that is deleted is simply forgotten at the save.
-                    insertedObjectsByID[ObjectIdentifier(object)] = nil
+                    insertedObjectsByID[ObjectKey(object)] = nil
                     // Inserted in this event too: nobody saw it. Inserted earlier:
                     // observers are told it is gone.
-                    if eventInserted.removeValue(forKey: ObjectIdentifier(object)) != nil { eventDeleted[ObjectIdentifier(object)] = nil }
+                    if eventInserted.removeValue(forKey: ObjectKey(object)) != nil { eventDeleted[ObjectKey(object)] = nil }
                 }
             }
         }

@@ -105,9 +105,9 @@ extension ManagedObjectContext {
             object.storage = row.values.map(remap)
             object.insertedFlag = true
             register(object)
-            strong[ObjectIdentifier(object)] = object
-            insertedObjectsByID[ObjectIdentifier(object)] = object
-            eventInserted[ObjectIdentifier(object)] = object
+            strong[ObjectKey(object)] = object
+            insertedObjectsByID[ObjectKey(object)] = object
+            eventInserted[ObjectKey(object)] = object
             registerUndo { context in context.uninsert(object) }
         }
         for row in changes.updated {

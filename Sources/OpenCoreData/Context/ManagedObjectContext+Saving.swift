@@ -143,8 +143,8 @@ extension ManagedObjectContext {
         // the sets since the save gathered its objects. Equal counts and every saved
         // object in its sets (the saved objects are distinct) mean equal sets; a
         // lookup costs much less than a removal.
-        func holds(_ set: [ObjectIdentifier: ManagedObject], _ objects: [ManagedObject]) -> Bool {
-            objects.allSatisfy { set[ObjectIdentifier($0)] != nil }
+        func holds(_ set: [ObjectKey: ManagedObject], _ objects: [ManagedObject]) -> Bool {
+            objects.allSatisfy { set[ObjectKey($0)] != nil }
         }
         let emptiesSets = !retainsRegisteredObjects && strong.count == inserted.count + updated.count + deleted.count
             && insertedObjectsByID.count == inserted.count && deletedObjectsByID.count == deleted.count
@@ -158,7 +158,7 @@ extension ManagedObjectContext {
         registry.reserveCapacity(registry.count + inserted.count)
         registry.beginRekeying()
         for (object, newID) in zip(inserted, newIDs) {
-            let key = ObjectIdentifier(object)
+            let key = ObjectKey(object)
             object.eventStart = nil
             if !emptiesSets { insertedObjectsByID[key] = nil }
             if let newID {
@@ -176,7 +176,7 @@ extension ManagedObjectContext {
             object.eventStart = nil
             object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [],
                                                         version: (object.committedRow?.version ?? 0) + (rowWritten[position] ? version : 0))
-            if !retainsRegisteredObjects && !emptiesSets { strong[ObjectIdentifier(object)] = nil }
+            if !retainsRegisteredObjects && !emptiesSets { strong[ObjectKey(object)] = nil }
         }
         for object in deleted {
             object.eventStart = nil
@@ -261,7 +261,7 @@ extension ManagedObjectContext {
             object.deletedFlag = false
             if let committed = object.committedRow?.values { object.storage = committed }
             object.eventStart = nil
-            if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
+            if !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
         }
         for object in eventStarted { object.eventStart = nil }
         eventStarted = []
@@ -312,7 +312,7 @@ extension ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
-        eventRefreshed[ObjectIdentifier(object)] = object
+        eventRefreshed[ObjectKey(object)] = object
         // A refreshed fault reads its row anew when it fires.
         object.faultRow = nil
         if !mergeChanges || !object.hasChanges {
@@ -322,8 +322,8 @@ extension ManagedObjectContext {
             object.committed = nil
             object.eventStart = nil
             object.deletedFlag = false
-            deletedObjectsByID[ObjectIdentifier(object)] = nil
-            if !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
+            deletedObjectsByID[ObjectKey(object)] = nil
+            if !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
             object.didTurnIntoFault()
             return
         }

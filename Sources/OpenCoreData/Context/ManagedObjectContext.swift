@@ -100,7 +100,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
-                for object in registry.objects { strong[ObjectIdentifier(object)] = object }
+                for object in registry.objects { strong[ObjectKey(object)] = object }
             } else {
                 strong = strong.filter { $0.value.hasChanges }
             }
@@ -139,16 +139,16 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Every registered object, weakly (see ObjectRegistry.swift).
     @exclusivity(unchecked) var registry = ObjectRegistry()
     /// Objects held strongly: changed ones, or all with `retainsRegisteredObjects`.
-    @exclusivity(unchecked) var strong: [ObjectIdentifier: ManagedObject] = [:]
-    @exclusivity(unchecked) var insertedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
-    @exclusivity(unchecked) var deletedObjectsByID: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var strong: [ObjectKey: ManagedObject] = [:]
+    @exclusivity(unchecked) var insertedObjectsByID: [ObjectKey: ManagedObject] = [:]
+    @exclusivity(unchecked) var deletedObjectsByID: [ObjectKey: ManagedObject] = [:]
     /// Deleted since the last `processPendingChanges`: their delete rules are pending.
     @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []
     /// Changes since the last objects-did-change notification.
-    @exclusivity(unchecked) var eventInserted: [ObjectIdentifier: ManagedObject] = [:]
-    @exclusivity(unchecked) var eventUpdated: [ObjectIdentifier: ManagedObject] = [:]
-    @exclusivity(unchecked) var eventDeleted: [ObjectIdentifier: ManagedObject] = [:]
-    @exclusivity(unchecked) var eventRefreshed: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventInserted: [ObjectKey: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventUpdated: [ObjectKey: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventDeleted: [ObjectKey: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventRefreshed: [ObjectKey: ManagedObject] = [:]
     @exclusivity(unchecked) var isProcessingChanges = false
     @exclusivity(unchecked) var isUndoingOrRedoing = false
     /// The objects whose `eventStart` the current event set: the event's end clears
@@ -229,12 +229,12 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     func register(_ object: ManagedObject) {
         registry.register(object)
         object.managedObjectContext = self
-        if retainsRegisteredObjects { strong[ObjectIdentifier(object)] = object }
+        if retainsRegisteredObjects { strong[ObjectKey(object)] = object }
     }
 
     func unregister(_ object: ManagedObject) {
         registry.unregister(object)
-        let key = ObjectIdentifier(object)
+        let key = ObjectKey(object)
         strong[key] = nil
         // The change sets hold exactly the objects with the flag set.
         if object.insertedFlag { insertedObjectsByID[key] = nil }
@@ -332,9 +332,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         eventStarted.append(object)
         object.insertedFlag = true
         register(object)
-        strong[ObjectIdentifier(object)] = object
-        insertedObjectsByID[ObjectIdentifier(object)] = object
-        eventInserted[ObjectIdentifier(object)] = object
+        strong[ObjectKey(object)] = object
+        insertedObjectsByID[ObjectKey(object)] = object
+        eventInserted[ObjectKey(object)] = object
         if isRegisteringUndo { registerUndo { context in context.uninsert(object) } }
         object.awakeFromInsert()
     }
@@ -364,9 +364,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
             }
         }
         object.insertedFlag = false
-        insertedObjectsByID[ObjectIdentifier(object)] = nil
+        insertedObjectsByID[ObjectKey(object)] = nil
         // Inserted in an earlier event: observers saw it arrive, now it leaves.
-        if eventInserted.removeValue(forKey: ObjectIdentifier(object)) == nil { eventDeleted[ObjectIdentifier(object)] = object }
+        if eventInserted.removeValue(forKey: ObjectKey(object)) == nil { eventDeleted[ObjectKey(object)] = object }
         unregister(object)
         registerUndo { context in
             object.managedObjectContext = nil
@@ -382,9 +382,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         guard object.managedObjectContext === self, !object.deletedFlag else { return }
         fireFault(object)
         object.deletedFlag = true
-        strong[ObjectIdentifier(object)] = object
-        deletedObjectsByID[ObjectIdentifier(object)] = object
-        eventDeleted[ObjectIdentifier(object)] = object
+        strong[ObjectKey(object)] = object
+        deletedObjectsByID[ObjectKey(object)] = object
+        eventDeleted[ObjectKey(object)] = object
         pendingDeletes.append(object)
         if isRegisteringUndo { registerUndo { context in context.undelete(object) } }
     }
@@ -392,17 +392,17 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     func undelete(_ object: ManagedObject) {
         guard object.deletedFlag else { return }
         object.deletedFlag = false
-        deletedObjectsByID[ObjectIdentifier(object)] = nil
+        deletedObjectsByID[ObjectKey(object)] = nil
         // Deleted in an earlier event: observers saw it leave, now it is back.
-        if eventDeleted.removeValue(forKey: ObjectIdentifier(object)) == nil {
-            eventInserted[ObjectIdentifier(object)] = object
+        if eventDeleted.removeValue(forKey: ObjectKey(object)) == nil {
+            eventInserted[ObjectKey(object)] = object
         } else if object.eventStart != nil {
             // Deleted and changed in this event (changes to a deleted object are not
             // recorded as updates then): back, it is an updated object.
-            eventUpdated[ObjectIdentifier(object)] = object
+            eventUpdated[ObjectKey(object)] = object
         }
         pendingDeletes.removeAll { $0 === object }
-        if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
+        if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
         registerUndo { context in context.delete(object) }
     }
 
@@ -436,8 +436,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // Inserted and deleted objects are held in `strong` from `insert` / `delete`
         // until they are saved, rolled back or reset (which clear the flags): no
         // dictionary write for each of their changes.
-        if !object.insertedFlag && !object.deletedFlag { strong[ObjectIdentifier(object)] = object }
-        if firstInEvent && !object.deletedFlag { eventUpdated[ObjectIdentifier(object)] = object }
+        if !object.insertedFlag && !object.deletedFlag { strong[ObjectKey(object)] = object }
+        if firstInEvent && !object.deletedFlag { eventUpdated[ObjectKey(object)] = object }
     }
 
     // MARK: Undo

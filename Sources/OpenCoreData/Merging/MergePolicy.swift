@@ -238,7 +238,7 @@ extension ManagedObjectContext {
         if object.deletedFlag {
             if type == .rollback {
                 object.deletedFlag = false
-                deletedObjectsByID[ObjectIdentifier(object)] = nil
+                deletedObjectsByID[ObjectKey(object)] = nil
                 object.storage = persisted.values
             }
             object.committed = persisted
@@ -262,6 +262,6 @@ extension ManagedObjectContext {
         }
         object.storage = merged
         object.committed = persisted
-        if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectIdentifier(object)] = nil }
+        if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
     }
 }

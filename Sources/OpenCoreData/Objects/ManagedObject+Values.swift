@@ -274,19 +274,24 @@ extension ManagedObject {
     // MARK: Conversions
 
     static func attributeValue(from value: Any?, for attribute: AttributeDescription) -> AttributeValue {
-        let raw: AttributeValue
-        // The common exact types first, by their dynamic type (no chain of casts);
-        // anything else (optionals, bridged NSNumbers, collections...) goes through
-        // the general conversion, which gives the same results for these types.
-        switch value.map({ ObjectIdentifier(type(of: $0)) }) {
-        case ObjectIdentifier(String.self): raw = (value as? String).map(AttributeValue.string) ?? AttributeValue(anyValue: value)
-        case ObjectIdentifier(Int.self): raw = (value as? Int).map { .int(Int64($0)) } ?? AttributeValue(anyValue: value)
-        case ObjectIdentifier(Double.self): raw = (value as? Double).map(AttributeValue.double) ?? AttributeValue(anyValue: value)
-        case ObjectIdentifier(Date.self): raw = (value as? Date).map(AttributeValue.date) ?? AttributeValue(anyValue: value)
-        default: raw = AttributeValue(anyValue: value)
-        }
+        // The common exact types first, read straight out of the opened existential
+        // (a dynamic cast from `Any` costs ~250 instructions, a third of a
+        // `setValue`); anything else (optionals, bridged NSNumbers, collections...)
+        // goes through the general conversion, which gives the same results for
+        // these types.
+        let raw = value.flatMap { _openExistential($0, do: exactAttributeValue) } ?? AttributeValue(anyValue: value)
         return AttributeValueCoercion.coerce(raw, to: attribute.attributeType) ?? raw
     }
+}
+
+/// The value of a `String`, `Int`, `Double` or `Date` (nil for any other type),
+/// with no dynamic cast: `T` is the opened dynamic type, compared by identity.
+private func exactAttributeValue<T>(_ value: T) -> AttributeValue? {
+    if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+    if T.self == Int.self { return .int(Int64(unsafeBitCast(value, to: Int.self))) }
+    if T.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
+    if T.self == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
+    return nil
 }
 
 /// A mutable view of a to-many relationship of one object: adding and removing

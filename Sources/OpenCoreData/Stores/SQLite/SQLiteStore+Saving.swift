@@ -58,15 +58,19 @@ extension SQLiteStore {
                 }
                 try update(row, plan, db)
             }
+            var lastDelete: (entity: ObjectIdentifier, plan: DeletePlan)?
             for (id, version) in changes.deleted {
                 let key = ObjectIdentifier(id.entity)
                 let plan: DeletePlan
-                if let known = cache.deletes[key] {
+                if let lastDelete, lastDelete.entity == key {
+                    plan = lastDelete.plan
+                } else if let known = cache.deletes[key] {
                     plan = known
                 } else {
                     plan = try deletePlan(for: id, db)
                     if keepsPlans(for: id.entity) { cache.deletes[key] = plan }
                 }
+                lastDelete = (key, plan)
                 try delete(id, version: version, plan, db)
             }
             for row in changes.inserted where cache.inserts[ObjectIdentifier(row.objectID.entity)]?.hasToMany ?? true {
@@ -187,6 +191,9 @@ extension SQLiteStore {
         /// (a number, string, date or Boolean: bound straight from its value, see
         /// `bindPlain`), nil for every other property.
         let plainTypes: [AttributeType?]
+        /// For each of `storages`: the index of its value in a row (read on its own,
+        /// as reading the tuple copies it through its metadata: ~200 instructions).
+        let valueIndexes: [Int]
         /// Whether the entity has to-many relationships (written after the rows).
         let hasToMany: Bool
 
@@ -203,6 +210,7 @@ extension SQLiteStore {
                 default: return nil
                 }
             }
+            self.valueIndexes = storages.map(\.0)
             self.hasToMany = hasToMany
         }
     }
@@ -246,7 +254,7 @@ extension SQLiteStore {
         for position in plan.storages.indices {
             // A plain attribute: one column, bound from the value as it is.
             if let type = plan.plainTypes[position], bound < plan.columns.count {
-                let index = plan.storages[position].0
+                let index = plan.valueIndexes[position]
                 if index < values.count, case .attribute(let value) = values[index],
                    try bindPlain(value, as: type, at: Int32(bound + 4), handle) {
                     bound += 1
