@@ -123,16 +123,26 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // entries (chained through `previous`) before its memory is freed.
         private unowned(unsafe) let target: ManagedObject
         /// Cleared by the object's deinit, and when the object is unregistered.
-        @exclusivity(unchecked) var isAlive = true
+        @exclusivity(unchecked) private(set) var isAlive = true
         /// The object's earlier entry, if it was registered before.
         let previous: WeakObject?
+        /// The count of dead entries of the registry this entry is in.
+        private let deaths: ObjectRegistry.Deaths
 
         var object: ManagedObject? { isAlive ? target : nil }
 
-        init(_ object: ManagedObject) {
+        init(_ object: ManagedObject, deaths: ObjectRegistry.Deaths) {
             target = object
+            self.deaths = deaths
             previous = object.registryEntry
             object.registryEntry = self
+        }
+
+        /// Marks the entry dead (once), counting it for the registry's sweeps.
+        func markDead() {
+            guard isAlive else { return }
+            isAlive = false
+            deaths.count.add(1, ordering: .relaxed)
         }
     }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 extension ManagedObjectContext {
     /// The objects registered with a context, by ID, held weakly: Core Data's
     /// uniquing table (one object per ID in a context).
@@ -8,8 +10,18 @@ extension ManagedObjectContext {
     /// key from a large dictionary shifts its neighbors back, rehashing each, which
     /// cost a save more than its `DELETE`s. Invalid entries are swept out when the
     /// table has doubled since the last sweep, so a context that fetches, deletes
-    /// and drops objects keeps a small table.
+    /// and drops objects keeps a small table. Entries count their deaths (an
+    /// object's deinit marks its entries dead), so a table whose objects are all
+    /// alive — a large fetch — is not filtered for nothing each time it doubles:
+    /// that filter, touching every entry and its object, was a sixth of the time of
+    /// a 100k-object fetch.
     struct ObjectRegistry {
+        /// The number of entries marked dead since the last sweep (by their objects'
+        /// deinit, on whatever thread the last release happens, hence atomic).
+        final class Deaths: Sendable {
+            let count = Atomic<Int>(0)
+        }
+        private let deaths = Deaths()
         /// Objects by permanent ID.
         private var entries: [ObjectID: WeakObject] = [:]
         /// New objects by temporary ID: a save re-keys them all, and then this
@@ -43,26 +55,31 @@ extension ManagedObjectContext {
         /// Registers `object` under its current ID (replacing any entry there).
         mutating func register(_ object: ManagedObject) {
             if object.objectID.isTemporaryID {
-                temporaries[object.objectID] = WeakObject(object)
+                temporaries[object.objectID] = WeakObject(object, deaths: deaths)
                 return
             }
-            entries[object.objectID] = WeakObject(object)
+            entries[object.objectID] = WeakObject(object, deaths: deaths)
             sweepIfNeeded()
         }
 
-        /// Drops the invalid entries once the table has doubled since the last
-        /// sweep: each sweep is paid for by as many new entries.
+        /// Each time the table has doubled since the last check, drops the invalid
+        /// entries if at least a quarter of them died; otherwise checks again when
+        /// it has doubled once more. Sweeps are paid for by as many new entries, and
+        /// dead entries stay below a quarter of the table at each check (dead ones
+        /// plus re-keyed ones: `rekey` counts the entry it leaves behind).
         private mutating func sweepIfNeeded() {
-            if entries.count > Swift.max(4096, 2 * countAfterSweep) {
+            guard entries.count > Swift.max(4096, 2 * countAfterSweep) else { return }
+            if deaths.count.load(ordering: .relaxed) >= entries.count / 4 {
+                deaths.count.store(0, ordering: .relaxed)
                 entries = entries.filter { id, entry in entry.object?.objectID == id }
-                countAfterSweep = entries.count
             }
+            countAfterSweep = entries.count
         }
 
         /// Makes `object` no longer registered (its entry stays, marked dead).
         mutating func unregister(_ object: ManagedObject) {
             let id = object.objectID
-            if let entry = id.isTemporaryID ? temporaries[id] : entries[id], entry.object === object { entry.isAlive = false }
+            if let entry = id.isTemporaryID ? temporaries[id] : entries[id], entry.object === object { entry.markDead() }
         }
 
         /// Starts a pass of re-keying that ends with `pruneTemporaries()` (a pass
@@ -77,11 +94,13 @@ extension ManagedObjectContext {
             let oldID = object.objectID
             let entry = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { $0.object === object ? $0 : nil }
             if oldID.isTemporaryID && entry != nil { rekeyedTemporaries += 1 }
+            // A permanent entry left under its old ID is invalid from now on.
+            if !oldID.isTemporaryID && entry != nil { deaths.count.add(1, ordering: .relaxed) }
             object.objectID = newID
             if newID.isTemporaryID {
-                temporaries[newID] = entry ?? WeakObject(object)
+                temporaries[newID] = entry ?? WeakObject(object, deaths: deaths)
             } else {
-                entries[newID] = entry ?? WeakObject(object)
+                entries[newID] = entry ?? WeakObject(object, deaths: deaths)
             }
         }
 
@@ -106,6 +125,7 @@ extension ManagedObjectContext {
             temporaries = [:]
             rekeyedTemporaries = 0
             countAfterSweep = 0
+            deaths.count.store(0, ordering: .relaxed)
         }
     }
 }

@@ -109,7 +109,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     deinit {
         var entry = registryEntry
         while let current = entry {
-            current.isAlive = false
+            current.markDead()
             entry = current.previous
         }
         rowCacheOwner?.releaseRow(objectID)
