@@ -123,6 +123,14 @@ extension ManagedObjectContext {
         if registry.capacity - registry.count < rows.count {
             registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
         }
+        // The class of the last row's entity (resolving it takes a lock).
+        var lastClass: (entity: EntityDescription, type: ManagedObject.Type)?
+        func objectClass(_ entity: EntityDescription) -> ManagedObject.Type {
+            if let lastClass, lastClass.entity === entity { return lastClass.type }
+            let type = ManagedObjectClasses.type(for: entity)
+            lastClass = (entity, type)
+            return type
+        }
         for row in rows {
             let object: ManagedObject
             if let registered = registry[row.objectID] {
@@ -135,12 +143,12 @@ extension ManagedObjectContext {
                     refreshRefetched(object, with: row)
                 }
             } else if !fetch.includesPropertyValues {
-                object = makeFault(row.objectID, row: nil)
+                object = makeFault(row.objectID, row: nil, type: objectClass(row.objectID.entity))
             } else if asFaults {
                 // The fault keeps the row and fires from it (see `makeFault`).
-                object = makeFault(row.objectID, row: row, generation: generation)
+                object = makeFault(row.objectID, row: row, generation: generation, type: objectClass(row.objectID.entity))
             } else {
-                object = makeFault(row.objectID, row: nil)
+                object = makeFault(row.objectID, row: nil, type: objectClass(row.objectID.entity))
                 load(row, into: object)
                 object.awakeFromFetch()
             }

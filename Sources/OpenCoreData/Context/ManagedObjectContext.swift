@@ -258,8 +258,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// (`PersistentStoreCoordinator.rowGeneration`); after one, it fires from the
     /// coordinator's row cache or the store, and sees the save.
     @discardableResult
-    func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil) -> ManagedObject {
-        let type = ManagedObjectClasses.type(for: id.entity)
+    func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil, type knownType: ManagedObject.Type? = nil) -> ManagedObject {
+        let type = knownType ?? ManagedObjectClasses.type(for: id.entity)
         let object = type.init(entity: id.entity, insertInto: nil)
         object.objectID = id
         object.storage = nil
@@ -302,8 +302,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     func load(_ rowValues: [SnapshotValue], version: Int64, into object: ManagedObject) {
         var values = rowValues
         // (Written only when needed: a write copies the row's array.)
-        for index in values.indices {
-            if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
+        if object.entity.frozenHasToMany ?? true {
+            for index in values.indices {
+                if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
+            }
         }
         object.storage = values
         object.committedRow = ManagedObject.KeptRow(values: values, version: version)

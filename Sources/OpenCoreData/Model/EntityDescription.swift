@@ -159,6 +159,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         frozenNameHash = name.hashValue
         frozenInitialValues = ManagedObjectContext.computeInitialValues(for: self)
         frozenPlainAttributes = allProperties.map(PlainAttribute.init)
+        frozenHasToMany = allProperties.contains { ($0 as? RelationshipDescription)?.isToMany == true }
         frozenVersionHash = Data(VersionHasher.hash(of: self))
     }
 
@@ -222,6 +223,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
             isOptional = attribute.isOptional
         }
     }
+    /// Whether a frozen entity has to-many relationships (nil before it is frozen):
+    /// loading a row of one that has none has no to-many slot to turn into a fault.
+    @exclusivity(unchecked) private(set) var frozenHasToMany: Bool?
     /// For each of `allProperties` of a frozen entity: its ``PlainAttribute``, if it is one.
     @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?
     /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
