@@ -43,7 +43,7 @@ extension SQLiteStore {
                     if keepsPlans(for: changes.inserted[index].objectID.entity) { cache.inserts[key] = plan }
                 }
                 last = (key, plan)
-                try insert(changes.inserted[index], plan)
+                try insert(changes.inserted[index], plan, db)
             }
             for row in changes.updated {
                 guard row.objectID.primaryKey != nil else { continue }
@@ -180,27 +180,21 @@ extension SQLiteStore {
         return type
     }
 
-    /// How the rows of one entity are inserted during one save: the statement
-    /// (built and prepared once), the entity number, and where each property goes.
-    fileprivate final class InsertPlan {
-        let statement: Statement
-        let entityNumber: Int
+    /// The columns a plan assigns from a row's values, in parameter order, and
+    /// how: plain attributes (a number, string, date or Boolean stored in one
+    /// column) are bound straight from their values (`bindPlain`), every other
+    /// property through its encoded assignments (`forEachAssignment`).
+    fileprivate struct ColumnBindings {
         let columns: [String]
         let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
-        /// For each of `storages`: the type of a plain attribute stored in one column
-        /// (a number, string, date or Boolean: bound straight from its value, see
-        /// `bindPlain`), nil for every other property.
+        /// For each of `storages`: the type of a plain attribute, nil for every
+        /// other property.
         let plainTypes: [AttributeType?]
         /// For each of `storages`: the index of its value in a row (read on its own,
         /// as reading the tuple copies it through its metadata: ~200 instructions).
         let valueIndexes: [Int]
-        /// Whether the entity has to-many relationships (written after the rows).
-        let hasToMany: Bool
 
-        init(statement: Statement, entityNumber: Int, columns: [String],
-             storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)], hasToMany: Bool) {
-            self.statement = statement
-            self.entityNumber = entityNumber
+        init(columns: [String], storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]) {
             self.columns = columns
             self.storages = storages
             self.plainTypes = storages.map { _, property, storage in
@@ -211,6 +205,52 @@ extension SQLiteStore {
                 }
             }
             self.valueIndexes = storages.map(\.0)
+        }
+    }
+
+    /// Binds the columns of `bindings` from `row`'s values to the parameters from
+    /// `firstParameter` on; false when the row's values do not fill exactly those
+    /// columns (a row that does not match its entity).
+    ///
+    /// Bound with SQLite's C API as they are encoded: GRDB's `StatementArguments`
+    /// boxes every value in an existential and validates it again, several times
+    /// the cost of the statement.
+    private func bindColumns(_ row: RowSnapshot, _ bindings: ColumnBindings, from firstParameter: Int32, _ handle: SQLiteStatement) throws -> Bool {
+        var bound = 0
+        var matches = true
+        let values = row.values
+        let columns = bindings.columns
+        for position in bindings.storages.indices {
+            if let type = bindings.plainTypes[position], bound < columns.count {
+                let index = bindings.valueIndexes[position]
+                if index < values.count, case .attribute(let value) = values[index],
+                   try bindPlain(value, as: type, at: firstParameter + Int32(bound), handle) {
+                    bound += 1
+                    continue
+                }
+            }
+            try forEachAssignment(row, bindings.storages[position]) { column, value in
+                guard bound < columns.count, column == columns[bound] else { matches = false; return }
+                try bind(value.storage, at: firstParameter + Int32(bound), handle)
+                bound += 1
+            }
+        }
+        return matches && bound == columns.count
+    }
+
+    /// How the rows of one entity are inserted: the statement (built and prepared
+    /// once), the entity number, and where each property goes.
+    fileprivate final class InsertPlan {
+        let statement: Statement
+        let entityNumber: Int
+        let bindings: ColumnBindings
+        /// Whether the entity has to-many relationships (written after the rows).
+        let hasToMany: Bool
+
+        init(statement: Statement, entityNumber: Int, bindings: ColumnBindings, hasToMany: Bool) {
+            self.statement = statement
+            self.entityNumber = entityNumber
+            self.bindings = bindings
             self.hasToMany = hasToMany
         }
     }
@@ -232,46 +272,42 @@ extension SQLiteStore {
         // runs it with its current bindings.
         statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: names.count)))
         let hasToMany = entity.allProperties.contains { ($0 as? RelationshipDescription)?.isToMany == true }
-        return InsertPlan(statement: statement, entityNumber: number, columns: columns, storages: storages, hasToMany: hasToMany)
+        return InsertPlan(statement: statement, entityNumber: number, bindings: ColumnBindings(columns: columns, storages: storages), hasToMany: hasToMany)
     }
 
-    private func insert(_ row: RowSnapshot, _ plan: InsertPlan) throws {
+    private func insert(_ row: RowSnapshot, _ plan: InsertPlan, _ db: Database) throws {
         guard let pk = row.objectID.primaryKey else {
             throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key")
         }
-        // Bound with SQLite's C API as they are encoded: GRDB's `StatementArguments`
-        // boxes every value in an existential and validates it again, several times
-        // the cost of the insert.
         let handle = plan.statement.sqliteStatement
         // The statement ran for the previous row: SQLite binds only after a reset.
         sqlite3_reset(handle)
         try bind(.int64(pk), at: 1, handle)
         try bind(.int64(Int64(plan.entityNumber)), at: 2, handle)
         try bind(.int64(1), at: 3, handle)
-        var bound = 0
-        var matches = true
-        let values = row.values
-        for position in plan.storages.indices {
-            // A plain attribute: one column, bound from the value as it is.
-            if let type = plan.plainTypes[position], bound < plan.columns.count {
-                let index = plan.valueIndexes[position]
-                if index < values.count, case .attribute(let value) = values[index],
-                   try bindPlain(value, as: type, at: Int32(bound + 4), handle) {
-                    bound += 1
-                    continue
-                }
-            }
-            try forEachAssignment(row, plan.storages[position]) { column, value in
-                guard bound < plan.columns.count, column == plan.columns[bound] else { matches = false; return }
-                bound += 1
-                try bind(value.storage, at: Int32(bound + 3), handle)
-            }
-        }
-        guard matches, bound == plan.columns.count else {
+        guard try bindColumns(row, plan.bindings, from: 4, handle) else {
             throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
                                 entityName: row.objectID.entityName)
         }
-        try plan.statement.execute()
+        try runBound(plan.statement, db)
+    }
+
+    /// Runs a statement of a save plan (an `INSERT`, `UPDATE` or `DELETE` bound
+    /// through the C API) to its end.
+    ///
+    /// Stepped with the C API rather than GRDB's `execute()`, whose checks
+    /// (aborted transactions, suspension, the statement's database region for
+    /// observation) cost ~1,200 instructions a row: the store's connection has no
+    /// observers, runs in the store's own transaction (`inWriteTransaction`, which
+    /// rolls back on the error thrown here), and is never suspended.
+    private func runBound(_ statement: Statement, _ db: Database) throws {
+        let handle = statement.sqliteStatement
+        let code = sqlite3_step(handle)
+        guard code == SQLITE_DONE else {
+            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            sqlite3_reset(handle)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+        }
     }
 
     /// Binds the value of a plain attribute of `type` to parameter `index`, exactly
@@ -339,8 +375,7 @@ extension SQLiteStore {
     /// How rows of one entity with one set of changed properties are updated.
     fileprivate struct UpdatePlan {
         let statement: Statement
-        let columns: [String]
-        let storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]
+        let bindings: ColumnBindings
     }
 
     /// Whether the plans of `entity`'s rows are kept for later saves: plans are
@@ -360,28 +395,22 @@ extension SQLiteStore {
         let sets = ["Z_OPT = Z_OPT + 1"] + columns.map { "\(SQLiteIdentifier.quoted($0)) = ?" }
         let statement = try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?")
         statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: columns.count + 2)))
-        return UpdatePlan(statement: statement, columns: columns, storages: storages)
+        return UpdatePlan(statement: statement, bindings: ColumnBindings(columns: columns, storages: storages))
     }
 
     private func update(_ row: RowSnapshot, _ plan: UpdatePlan, _ db: Database) throws {
         guard let pk = row.objectID.primaryKey else { return }
         let handle = plan.statement.sqliteStatement
         sqlite3_reset(handle)
-        var bound = 0
-        var matches = true
-        try forEachAssignment(row, storages: plan.storages) { column, value in
-            guard bound < plan.columns.count, column == plan.columns[bound] else { matches = false; return }
-            bound += 1
-            try bind(value.storage, at: Int32(bound), handle)
-        }
-        guard matches, bound == plan.columns.count else {
+        guard try bindColumns(row, plan.bindings, from: 1, handle) else {
             throw CoreDataError(.persistentStoreSave, "Can't update \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
                                 entityName: row.objectID.entityName)
         }
-        try bind(.int64(pk), at: Int32(bound + 1), handle)
-        try bind(.int64(row.version), at: Int32(bound + 2), handle)
-        try plan.statement.execute()
-        if db.changesCount != 1 { throw versionConflict(row.objectID) }
+        let bound = Int32(plan.bindings.columns.count)
+        try bind(.int64(pk), at: bound + 1, handle)
+        try bind(.int64(row.version), at: bound + 2, handle)
+        try runBound(plan.statement, db)
+        if sqlite3_changes(db.sqliteConnection) != 1 { throw versionConflict(row.objectID) }
     }
 
     /// How rows of one entity are deleted: with and without a version check, and
@@ -422,13 +451,13 @@ extension SQLiteStore {
         sqlite3_reset(handle)
         try bind(.int64(pk), at: 1, handle)
         if version > 0 { try bind(.int64(version), at: 2, handle) }
-        try statement.execute()
-        if version > 0 && db.changesCount != 1 { throw versionConflict(id) }
+        try runBound(statement, db)
+        if version > 0 && sqlite3_changes(db.sqliteConnection) != 1 { throw versionConflict(id) }
         // Join-table rows of the object's many-to-many relationships go with it.
         for join in plan.joinRows {
             sqlite3_reset(join.sqliteStatement)
             try bind(.int64(pk), at: 1, join.sqliteStatement)
-            try join.execute()
+            try runBound(join, db)
         }
     }
 
