@@ -170,12 +170,8 @@ extension ManagedObjectContext {
         eventStarted = []
         if let observed { notifySynchronousObservers(observed) }
         guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !refreshed.isEmpty else { return }
-        NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: Self.userInfo([
-            (BoxedKey.insertedObjects, inserted),
-            (BoxedKey.updatedObjects, updated),
-            (BoxedKey.deletedObjects, deleted),
-            (BoxedKey.refreshedObjects, refreshed),
-        ]))
+        NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: UserInfoTemplate.objectsDidChange.userInfo(
+            inserted, updated, deleted, refreshed))
         guard !changeObservers.isEmpty else { return }
         let summary = ContextChangeSummary(insertedObjectIDs: Set(inserted.map(\.objectID)),
                                            updatedObjectIDs: Set(updated.map(\.objectID)),
