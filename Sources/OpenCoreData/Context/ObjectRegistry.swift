@@ -30,6 +30,8 @@ extension ManagedObjectContext {
         /// Temporary entries re-keyed since the last prune.
         private var rekeyedTemporaries = 0
         private var countAfterSweep = 0
+        /// How many sweeps the table has had (for tests of the sweep policy).
+        private(set) var sweepCount = 0
 
         /// The registered object with `id`, if any.
         subscript(id: ObjectID) -> ManagedObject? {
@@ -72,6 +74,7 @@ extension ManagedObjectContext {
             if deaths.count.load(ordering: .relaxed) >= entries.count / 4 {
                 deaths.count.store(0, ordering: .relaxed)
                 entries = entries.filter { id, entry in entry.object?.objectID == id }
+                sweepCount += 1
             }
             countAfterSweep = entries.count
         }

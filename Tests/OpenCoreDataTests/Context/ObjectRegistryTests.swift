@@ -101,6 +101,33 @@ struct ObjectRegistryTests {
             }
             #expect(context.registeredObjects.isEmpty)
             #expect(context.registry.count <= 2 * 4096)
+            #expect(context.registry.sweepCount > 0)
+        }
+    }
+
+    @Test("A large fetch whose objects all stay alive is not swept as the table grows; dropped, they are swept")
+    func aliveObjectsAreNotSwept() throws {
+        try Self.withItems { context, entity in
+            for number in 0..<10_000 {
+                ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number")
+            }
+            try context.save()
+            context.reset()
+            var items: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            #expect(items?.count == 10_000)
+            // The table passed 4096 and 8192 entries, all alive: nothing to sweep.
+            #expect(context.registry.sweepCount == 0)
+            #expect(context.registry.count == 10_000)
+            for item in items ?? [] { #expect(context.registeredObject(for: item.objectID) === item) }
+            items = nil
+            // Their entries are dead now: the next growth sweeps them.
+            for number in 0..<20_000 {
+                ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number")
+            }
+            try context.save()
+            #expect(context.registry.sweepCount > 0)
+            #expect(context.registry.count < 30_000)
+            #expect(context.registeredObjects.isEmpty)
         }
     }
 

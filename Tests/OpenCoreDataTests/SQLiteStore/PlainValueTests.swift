@@ -102,4 +102,89 @@ struct PlainValueTests {
             #expect(stored == 0)
         }
     }
+    @Test("Updates bind plain values as inserts do: every type changed and saved is read back, unchanged ones stay")
+    func updates() throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let when = Date(timeIntervalSinceReferenceDate: 12_345.5)
+        do {
+            let (coordinator, context) = try Self.stack(directory)
+            try context.performAndWait {
+                let entity = coordinator.managedObjectModel.entitiesByName["Sample"]!
+                let sample = ManagedObject(entity: entity, insertInto: context)
+                sample.setValue(1, forKey: "small")
+                sample.setValue("before", forKey: "text")
+                sample.setValue(2.5, forKey: "real")
+                sample.setValue("r", forKey: "required")
+                try context.save()
+                sample.setValue(Int(Int16.max), forKey: "small")
+                sample.setValue(Int(Int32.max), forKey: "medium")
+                sample.setValue(Int(Int64.min), forKey: "large")
+                sample.setValue(true, forKey: "flag")
+                sample.setValue(nil, forKey: "real")
+                sample.setValue(Float(0.25), forKey: "single")
+                sample.setValue("after 🦊\u{0}end", forKey: "text")
+                sample.setValue(when, forKey: "when")
+                #expect(sample.isUpdated)
+                try context.save()
+                #expect(!sample.hasChanges)
+            }
+        }
+        let (_, context) = try Self.stack(directory)
+        try context.performAndWait {
+            let sample = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Sample")).first)
+            #expect(sample.attributeValue(forKey: "small") == .int(Int64(Int16.max)))
+            #expect(sample.attributeValue(forKey: "medium") == .int(Int64(Int32.max)))
+            #expect(sample.attributeValue(forKey: "large") == .int(Int64.min))
+            #expect(sample.attributeValue(forKey: "flag") == .bool(true))
+            #expect(sample.attributeValue(forKey: "real") == .null)
+            #expect(sample.attributeValue(forKey: "single") == .double(0.25))
+            #expect(sample.attributeValue(forKey: "text") == .string("after 🦊\u{0}end"))
+            #expect(sample.attributeValue(forKey: "when") == .date(when))
+            #expect(sample.attributeValue(forKey: "required") == .string("r"))
+        }
+    }
+
+    @Test("setValue converts values of the common exact types as the general conversion does")
+    func setValueConversions() throws {
+        let entity = try #require(try Self.model().entitiesByName["Sample"])
+        let values: [(Any?, String)] = [
+            ("text", "text"), (String(repeating: "long ", count: 10), "text"), (42, "large"), (42, "real"), (1.5, "real"),
+            (1.5, "large"), (Date(timeIntervalSinceReferenceDate: 7), "when"), (Int32(7), "medium"), (Float(0.5), "single"),
+            (true, "flag"), (1, "flag"), (Optional("wrapped") as Any, "text"), ("12", "large"), (nil, "text"),
+            (NSNumber(value: 3), "small"),
+        ]
+        for (value, key) in values {
+            let attribute = try #require(entity.attributesByName[key])
+            let general = AttributeValue(anyValue: value)
+            let expected = AttributeValueCoercion.coerce(general, to: attribute.attributeType) ?? general
+            #expect(ManagedObject.attributeValue(from: value, for: attribute) == expected, "\(String(describing: value)) for \(key)")
+        }
+    }
+
+    @Test("Setting a value equal to the saved one is no change; NaN set again is no change; a new value is")
+    func unchangedValues() throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (coordinator, context) = try Self.stack(directory)
+        try context.performAndWait {
+            let entity = coordinator.managedObjectModel.entitiesByName["Sample"]!
+            let sample = ManagedObject(entity: entity, insertInto: context)
+            let text = String(repeating: "same ", count: 8)
+            sample.setValue(text, forKey: "text")
+            sample.setValue(Double.nan, forKey: "real")
+            sample.setValue(0.0, forKey: "single")
+            sample.setValue("r", forKey: "required")
+            try context.save()
+            // An equal string in other storage, the same NaN, and -0.0 == 0.0.
+            sample.setValue(String(repeating: "same ", count: 4) + String(repeating: "same ", count: 4), forKey: "text")
+            sample.setValue(Double.nan, forKey: "real")
+            sample.setValue(-0.0, forKey: "single")
+            #expect(sample.changedValues().isEmpty)
+            #expect(!sample.isUpdated)
+            sample.setValue(text + "!", forKey: "text")
+            #expect(Set(sample.changedValues().keys) == ["text"])
+            #expect(sample.isUpdated)
+        }
+    }
 }
