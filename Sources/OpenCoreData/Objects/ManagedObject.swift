@@ -261,6 +261,13 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
 
     public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// The hash sets and dictionaries of objects use (a save's notification sets
+    /// hold every saved object): the identity mixed by ``ObjectKey``'s SplitMix64
+    /// finalizer rather than SipHash. (`_rawHashValue(seed:)` is `Hashable`'s hook
+    /// for this; `hash(into:)` serves every other hasher.)
+    public func _rawHashValue(seed: Int) -> Int {
+        ObjectKey(self)._rawHashValue(seed: seed)
+    }
 
     // MARK: Predicates
 

@@ -27,14 +27,38 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The identifier (UUID) of the store holding the object; nil while temporary.
     public var storeIdentifier: String? {
         if case .temporary = key { return nil }
-        return store
+        return storeName.identifier
     }
-    /// The store identifier ("" while temporary). Stored as a plain `String`: a
-    /// stored `String?` made every copy of an ID go through `Optional`'s generic
-    /// value witness (the compiler merges the outlined copies of optionals), some
-    /// 160 instructions where a retain does.
-    private let store: String
+    /// The store identifier, interned ("" while temporary). IDs are copied on every
+    /// path (rows, the uniquing table, change sets): held `unowned(unsafe)`, an
+    /// interned name costs a copy nothing, where a `String` cost a retain and a
+    /// release of its storage (the identifier is a 36-character UUID), and
+    /// compares by identity. Interned names live as long as the process.
+    private unowned(unsafe) let storeName: StoreName
     let key: Key
+
+    /// A store identifier, interned: one object per distinct identifier, kept for
+    /// the life of the process (stores make one each; so does the public
+    /// initializer, for the identifiers it is given).
+    final class StoreName: Sendable {
+        let identifier: String
+        private init(_ identifier: String) { self.identifier = identifier }
+
+        private static let table = Mutex<[String: StoreName]>([:])
+
+        /// The interned name of `identifier`.
+        static func named(_ identifier: String) -> StoreName {
+            table.withLock { table in
+                if let name = table[identifier] { return name }
+                let name = StoreName(identifier)
+                table[identifier] = name
+                return name
+            }
+        }
+
+        /// The name of temporary IDs (no store).
+        static let none = named("")
+    }
 
     /// A temporary ID is a number from a process-wide counter (shown as a UUID:
     /// the process's base UUID with the number mixed into its last 8 bytes), a
@@ -65,14 +89,20 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// A new temporary ID for an inserted object.
     init(temporaryFor entity: EntityDescription) {
         self.entity = entity
-        self.store = ""
+        self.storeName = StoreName.none
         self.key = .temporary(temporaryIDCounter.add(1, ordering: .relaxed).newValue)
     }
 
     /// The permanent ID of the row `primaryKey` of `entity` in the store `storeIdentifier`.
     public init(entity: EntityDescription, storeIdentifier: String, primaryKey: Int64) {
+        self.init(entity: entity, store: StoreName.named(storeIdentifier), primaryKey: primaryKey)
+    }
+
+    /// The permanent ID of the row `primaryKey` of `entity` in the store named
+    /// `store` (stores keep their interned name: no lookup per row).
+    init(entity: EntityDescription, store: StoreName, primaryKey: Int64) {
         self.entity = entity
-        self.store = storeIdentifier
+        self.storeName = store
         self.key = .permanent(primaryKey)
     }
 
@@ -97,7 +127,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         let name = entity.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entity.name
         let text: String
         switch key {
-        case .permanent(let pk): text = "x-coredata://\(store)/\(name)/p\(pk)"
+        case .permanent(let pk): text = "x-coredata://\(storeName.identifier)/\(name)/p\(pk)"
         case .temporary(let number): text = "x-coredata:///\(name)/t\(ObjectID.temporaryUUID(number).uuidString)"
         }
         return URL(string: text) ?? URL(fileURLWithPath: "/invalid-object-id")
@@ -112,7 +142,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
         lhs.key == rhs.key && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
-            && lhs.store == rhs.store
+            && lhs.storeName === rhs.storeName
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -21,6 +21,25 @@ struct ManagedObjectContextTests {
         #expect(type(of: mood) == Mood.self)
     }
 
+    @Test("Object IDs: equal for equal store identifiers however the strings were made, different across stores and keys")
+    func objectIDIdentity() throws {
+        let stack = try TestStack(storeType: .inMemory)
+        let entity = try #require(stack.coordinator.managedObjectModel.entitiesByName["Mood"])
+        let identifier = stack.coordinator.persistentStores[0].identifier
+        // The same identifier built at run time (other string storage).
+        let rebuilt = String(identifier.prefix(10)) + String(identifier.dropFirst(10))
+        let a = ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: 7)
+        let b = ObjectID(entity: entity, storeIdentifier: rebuilt, primaryKey: 7)
+        #expect(a == b)
+        #expect(Set([a, b]).count == 1)
+        #expect(b.storeIdentifier == identifier)
+        #expect(a != ObjectID(entity: entity, storeIdentifier: "another-store", primaryKey: 7))
+        #expect(a != ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: 8))
+        #expect(stack.coordinator.managedObjectID(forURIRepresentation: b.uriRepresentation()) == a)
+        #expect(ObjectID(entity: entity, storeIdentifier: "another-store", primaryKey: 7).uriRepresentation().absoluteString
+                == "x-coredata://another-store/Mood/p7")
+    }
+
     @Test("Saving gives permanent IDs, clears changes, calls willSave/didSave, and the store has the rows", arguments: allStoreTypes)
     func saving(storeType: PersistentStoreType) throws {
         let stack = try TestStack(storeType: storeType)

@@ -23,7 +23,7 @@ final class SQLiteRowReader {
     // reference costs an atomic operation on every value decoded.
     private unowned(unsafe) let store: SQLiteStore
     /// The store's identifier, for the object IDs of the rows.
-    private let storeIdentifier: String
+    private let storeName: ObjectID.StoreName
     private let columns: [SQLFetchColumn]
     private var plans: [Int: Plan?] = [:]
     private var entities: [Int: EntityDescription?] = [:]
@@ -58,7 +58,7 @@ final class SQLiteRowReader {
 
     init(store: SQLiteStore, columns: [SQLFetchColumn]) {
         self.store = store
-        self.storeIdentifier = store.identifier
+        self.storeName = store.storeName
         self.columns = columns
     }
 
@@ -153,10 +153,10 @@ final class SQLiteRowReader {
                     continue
                 }
                 let destination = entityColumn.flatMap { columns.integer($0) }.flatMap { entity(forNumber: Int(truncatingIfNeeded: $0)) } ?? declared
-                values.append(.toOne(ObjectID(entity: destination, storeIdentifier: storeIdentifier, primaryKey: key)))
+                values.append(.toOne(ObjectID(entity: destination, store: storeName, primaryKey: key)))
             }
         }
-        return RowSnapshot(objectID: ObjectID(entity: plan.entity, storeIdentifier: storeIdentifier, primaryKey: pk),
+        return RowSnapshot(objectID: ObjectID(entity: plan.entity, store: storeName, primaryKey: pk),
                            version: version, values: values)
     }
 }

@@ -81,7 +81,7 @@ extension SQLiteStore {
             let number = sqlite3_column_int64(sqliteStatement, 1)
             if number != last.number { last = (number, entity(forNumber: Int(number))) }
             guard let entity = last.entity else { continue }
-            ids.append(ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
+            ids.append(ObjectID(entity: entity, store: storeName, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
         }
         return ids
     }

@@ -108,7 +108,7 @@ extension SQLiteStore {
             }
             tombstone = values
         }
-        return PersistentHistoryChange(changeID: row[0], changedObjectID: ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk),
+        return PersistentHistoryChange(changeID: row[0], changedObjectID: ObjectID(entity: entity, store: storeName, primaryKey: pk),
                                        changeType: type, tombstone: tombstone, updatedProperties: updated,
                                        transaction: transaction?.withoutChanges)
     }

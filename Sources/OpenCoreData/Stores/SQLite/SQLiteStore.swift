@@ -23,6 +23,8 @@ import Synchronization
 /// transformer) reads as its stored bytes (`.data`) and is written back unchanged.
 public final class SQLiteStore: PersistentStore {
     public let identifier: String
+    /// The identifier, interned: the store's object IDs hold it (see `ObjectID`).
+    let storeName: ObjectID.StoreName
     public var type: PersistentStoreType { .sqlite }
     public let url: URL?
     public let configurationName: String?
@@ -179,6 +181,7 @@ public final class SQLiteStore: PersistentStore {
                 throw CoreDataError(.persistentStoreOpen, "The store at \(url.path) has no store UUID in Z_METADATA", url: url)
             }
             self.identifier = uuid
+            self.storeName = ObjectID.StoreName.named(uuid)
             self.schema = schema
             self.metadata = metadata.mapValues { AttributeValue(anyValue: $0) }
             // As Core Data: a store with history opened without tracking is read-only,
@@ -293,7 +296,7 @@ public final class SQLiteStore: PersistentStore {
                 let key: Int64 = row[0]
                 let number: Int? = row[1]
                 let entity = number.flatMap { self.entity(forNumber: $0) } ?? destination
-                return ObjectID(entity: entity, storeIdentifier: self.identifier, primaryKey: key)
+                return ObjectID(entity: entity, store: self.storeName, primaryKey: key)
             }
         }
     }
@@ -452,7 +455,7 @@ public final class SQLiteStore: PersistentStore {
                 reservedPrimaryKeys.withLock { $0[rootNumber] = (start + wanted)..<(start + reservation) }
             }
         }
-        return (0..<count).map { ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: first + Int64($0)) }
+        return (0..<count).map { ObjectID(entity: entity, store: storeName, primaryKey: first + Int64($0)) }
     }
 
     // MARK: Rows
