@@ -39,6 +39,13 @@ struct ObjectRegistryTests {
         try context.performAndWait { try body(context, entity) }
     }
 
+    /// Inserts items numbered `numbers` and saves them (the context holds none of
+    /// them afterwards).
+    static func saveItems(_ numbers: Range<Int>, _ context: ManagedObjectContext, _ entity: EntityDescription) throws {
+        for number in numbers { ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number") }
+        try context.save()
+    }
+
     @Test("After a save an object is found by its permanent ID only; after a deleting save, not at all",
           arguments: [PersistentStoreType.sqlite, .inMemory])
     func lookups(storeType: PersistentStoreType) throws {
@@ -95,10 +102,7 @@ struct ObjectRegistryTests {
     @Test("Inserting and saving, never fetching: the entries of dropped objects are swept")
     func insertOnly() throws {
         try Self.withItems { context, entity in
-            for batch in 0..<20 {
-                for n in 0..<1000 { ManagedObject(entity: entity, insertInto: context).setValue(batch * 1000 + n, forKey: "number") }
-                try context.save()
-            }
+            for batch in 0..<20 { try Self.saveItems(batch * 1000..<(batch + 1) * 1000, context, entity) }
             #expect(context.registeredObjects.isEmpty)
             #expect(context.registry.count <= 2 * 4096)
             #expect(context.registry.sweepCount > 0)
@@ -108,10 +112,7 @@ struct ObjectRegistryTests {
     @Test("A large fetch whose objects all stay alive is not swept as the table grows; dropped, they are swept")
     func aliveObjectsAreNotSwept() throws {
         try Self.withItems { context, entity in
-            for number in 0..<10_000 {
-                ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number")
-            }
-            try context.save()
+            try Self.saveItems(0..<10_000, context, entity)
             context.reset()
             var items: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
             #expect(items?.count == 10_000)
@@ -121,10 +122,7 @@ struct ObjectRegistryTests {
             for item in items ?? [] { #expect(context.registeredObject(for: item.objectID) === item) }
             items = nil
             // Their entries are dead now: the next growth sweeps them.
-            for number in 0..<20_000 {
-                ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number")
-            }
-            try context.save()
+            try Self.saveItems(0..<20_000, context, entity)
             #expect(context.registry.sweepCount > 0)
             #expect(context.registry.count < 30_000)
             #expect(context.registeredObjects.isEmpty)
@@ -175,10 +173,7 @@ struct ObjectRegistryTests {
     @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
     func sweep() throws {
         try Self.withItems { context, entity in
-            for number in 0..<3000 {
-                ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number")
-            }
-            try context.save()
+            try Self.saveItems(0..<3000, context, entity)
             context.reset()
             let kept = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item")).filter { ($0.value(forKey: "number") as? Int ?? 0) % 100 == 0 }
             // Fetch and drop the rest several times: the table passes its sweep threshold.

@@ -33,6 +33,16 @@ struct PlainValueTests {
         return (coordinator, context)
     }
 
+    /// Runs `body` on the queue of a new context on the store in `directory`, with a
+    /// new (inserted) sample.
+    static func withNewSample(in directory: URL, _ body: (ManagedObjectContext, ManagedObject, PersistentStoreCoordinator) throws -> Void) throws {
+        let (coordinator, context) = try stack(directory)
+        try context.performAndWait {
+            let entity = try #require(coordinator.managedObjectModel.entitiesByName["Sample"])
+            try body(context, ManagedObject(entity: entity, insertInto: context), coordinator)
+        }
+    }
+
     @Test("Edge values of every plain type are read back as saved, in another coordinator")
     func roundTrip() throws {
         let directory = try Fixtures.temporaryDirectory()
@@ -81,10 +91,7 @@ struct PlainValueTests {
     func validation() throws {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (coordinator, context) = try Self.stack(directory)
-        try context.performAndWait {
-            let entity = coordinator.managedObjectModel.entitiesByName["Sample"]!
-            let sample = ManagedObject(entity: entity, insertInto: context)
+        try Self.withNewSample(in: directory) { context, sample, coordinator in
             sample.setValue(1, forKey: "small")
             func expectSaveFails(_ code: CoreDataError.Code, key: String) {
                 let error = #expect(throws: CoreDataError.self) { try context.save() }
@@ -108,10 +115,7 @@ struct PlainValueTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let when = Date(timeIntervalSinceReferenceDate: 12_345.5)
         do {
-            let (coordinator, context) = try Self.stack(directory)
-            try context.performAndWait {
-                let entity = coordinator.managedObjectModel.entitiesByName["Sample"]!
-                let sample = ManagedObject(entity: entity, insertInto: context)
+            try Self.withNewSample(in: directory) { context, sample, _ in
                 sample.setValue(1, forKey: "small")
                 sample.setValue("before", forKey: "text")
                 sample.setValue(2.5, forKey: "real")
@@ -166,10 +170,7 @@ struct PlainValueTests {
     func unchangedValues() throws {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (coordinator, context) = try Self.stack(directory)
-        try context.performAndWait {
-            let entity = coordinator.managedObjectModel.entitiesByName["Sample"]!
-            let sample = ManagedObject(entity: entity, insertInto: context)
+        try Self.withNewSample(in: directory) { context, sample, _ in
             let text = String(repeating: "same ", count: 8)
             sample.setValue(text, forKey: "text")
             sample.setValue(Double.nan, forKey: "real")
