@@ -23,9 +23,6 @@ struct ObjectKey: Hashable, Sendable {
     func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
 
     func _rawHashValue(seed: Int) -> Int {
-        var x = UInt64(UInt(bitPattern: identifier)) ^ UInt64(bitPattern: Int64(seed))
-        x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int(truncatingIfNeeded: x ^ (x >> 31))
+        splitMix64Hash(UInt64(UInt(bitPattern: identifier)), seed: seed)
     }
 }

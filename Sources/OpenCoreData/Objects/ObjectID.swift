@@ -166,10 +166,8 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case .permanent(let pk): x = UInt64(bitPattern: pk)
         case .temporary(let number): x = number ^ 0xA5A5_A5A5_A5A5_A5A5
         }
-        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(entity.nameHash)) ^ UInt64(bitPattern: Int64(seed))
-        x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int(truncatingIfNeeded: x ^ (x >> 31))
+        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(entity.nameHash))
+        return splitMix64Hash(x, seed: seed)
     }
 
     /// Parses a Core Data object URI into its parts: store identifier, entity name,
@@ -194,4 +192,15 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
             return nil
         }
     }
+}
+
+/// The SplitMix64 finalizer of `x` mixed with a table's `seed`: the hash the hot
+/// keys (``ObjectID``, `ObjectKey`, managed objects) give sets and dictionaries
+/// through `_rawHashValue(seed:)`, instead of SipHash. Every bit of `x` reaches
+/// the low bits a table uses for its buckets.
+func splitMix64Hash(_ x: UInt64, seed: Int) -> Int {
+    var x = x ^ UInt64(bitPattern: Int64(seed))
+    x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
+    return Int(truncatingIfNeeded: x ^ (x >> 31))
 }
