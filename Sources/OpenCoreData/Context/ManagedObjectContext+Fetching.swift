@@ -131,28 +131,33 @@ extension ManagedObjectContext {
             lastClass = (entity, type)
             return type
         }
-        for row in rows {
-            let object: ManagedObject
-            if let registered = registry[row.objectID] {
-                object = registered
-                if !fetch.includesPropertyValues { objects.append(object); continue }
-                if object.isFault && !asFaults {
-                    load(row, into: object)
+        // The rows are borrowed, not copied out of the array (a copy retains and
+        // releases each row's entity and values).
+        rows.withUnsafeBufferPointer { rows in
+            for index in rows.indices {
+                let row = rows.baseAddress.unsafelyUnwrapped + index
+                let object: ManagedObject
+                if let registered = registry[row.pointee.objectID] {
+                    object = registered
+                    if !fetch.includesPropertyValues { objects.append(object); continue }
+                    if object.isFault && !asFaults {
+                        load(row.pointee.values, version: row.pointee.version, into: object)
+                        object.awakeFromFetch()
+                    } else if !object.isFault && request.shouldRefreshRefetchedObjects {
+                        refreshRefetched(object, with: row.pointee)
+                    }
+                } else if !fetch.includesPropertyValues {
+                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
+                } else if asFaults {
+                    // The fault keeps the row and fires from it (see `makeFault`).
+                    object = makeFault(row.pointee.objectID, row: row.pointee, generation: generation, type: objectClass(row.pointee.objectID.entity))
+                } else {
+                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
+                    load(row.pointee.values, version: row.pointee.version, into: object)
                     object.awakeFromFetch()
-                } else if !object.isFault && request.shouldRefreshRefetchedObjects {
-                    refreshRefetched(object, with: row)
                 }
-            } else if !fetch.includesPropertyValues {
-                object = makeFault(row.objectID, row: nil, type: objectClass(row.objectID.entity))
-            } else if asFaults {
-                // The fault keeps the row and fires from it (see `makeFault`).
-                object = makeFault(row.objectID, row: row, generation: generation, type: objectClass(row.objectID.entity))
-            } else {
-                object = makeFault(row.objectID, row: nil, type: objectClass(row.objectID.entity))
-                load(row, into: object)
-                object.awakeFromFetch()
+                objects.append(object)
             }
-            objects.append(object)
         }
         guard merging else { return objects }
 

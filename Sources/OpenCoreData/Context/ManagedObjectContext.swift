@@ -111,43 +111,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     // it is touched on the context's queue only, never across a call that could
     // reach it again within one access (see ManagedObject, docs/performance.md).
 
-    /// A registry entry: its object while the object is alive, then nil.
-    ///
-    /// Not a `weak` reference: a weak reference gives its object a side table,
-    /// which makes every retain and release of every managed object slower. The
-    /// object instead marks its entries dead as its deinitialization begins (see
-    /// `ManagedObject.deinit`), so `object` never returns a deallocated object.
-    final class WeakObject {
-        // unowned(unsafe) is safe here: `target` is only read through `object`,
-        // which checks `isAlive`, and the object clears `isAlive` of each of its
-        // entries (chained through `previous`) before its memory is freed.
-        private unowned(unsafe) let target: ManagedObject
-        /// Cleared by the object's deinit, and when the object is unregistered.
-        @exclusivity(unchecked) private(set) var isAlive = true
-        /// The object's earlier entry, if it was registered before.
-        let previous: WeakObject?
-        /// The count of dead entries of the registry this entry is in.
-        private let deaths: ObjectRegistry.Deaths
-
-        var object: ManagedObject? { isAlive ? target : nil }
-
-        init(_ object: ManagedObject, deaths: ObjectRegistry.Deaths) {
-            target = object
-            self.deaths = deaths
-            previous = object.registryEntry
-            object.registryEntry = self
-        }
-
-        /// Marks the entry dead (once), counting it for the registry's sweeps.
-        func markDead() {
-            guard isAlive else { return }
-            isAlive = false
-            deaths.count.add(1, ordering: .relaxed)
-        }
-    }
-
     /// Every registered object, weakly (see ObjectRegistry.swift).
-    @exclusivity(unchecked) var registry = ObjectRegistry()
+    let registry = ObjectRegistry()
     /// Objects held strongly: changed ones, or all with `retainsRegisteredObjects`.
     @exclusivity(unchecked) var strong: [ObjectKey: ManagedObject] = [:]
     @exclusivity(unchecked) var insertedObjectsByID: [ObjectKey: ManagedObject] = [:]

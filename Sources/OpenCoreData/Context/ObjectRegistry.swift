@@ -4,106 +4,214 @@ extension ManagedObjectContext {
     /// The objects registered with a context, by ID, held weakly: Core Data's
     /// uniquing table (one object per ID in a context).
     ///
-    /// An entry is valid while its object is alive, still has the entry's ID and
-    /// was not unregistered. Saves change objects' IDs (temporary to permanent) and
+    /// Each registered object has a *slot*: its address (not retained) and
+    /// whether it is still registered. Slots live in pages of 256 that the
+    /// registry allocates and each object keeps alive, so registering an object
+    /// allocates nothing of its own: the tables map IDs to slot numbers, and the
+    /// object's deinit marks its slot dead (it is the only writer that may run on
+    /// another thread, hence the atomic count of deaths). A `weak` reference would
+    /// give every managed object a side table, making each retain and release of
+    /// it slower; an entry object per registration cost an allocation, a free and
+    /// three reference-count pairs per fetched object.
+    ///
+    /// An entry is valid while its slot is alive and its object still has the
+    /// entry's ID. Saves change objects' IDs (temporary to permanent) and
     /// unregister deleted objects without removing their old entries: removing a
     /// key from a large dictionary shifts its neighbors back, rehashing each, which
     /// cost a save more than its `DELETE`s. Invalid entries are swept out when the
-    /// table has doubled since the last sweep, so a context that fetches, deletes
-    /// and drops objects keeps a small table. Entries count their deaths (an
-    /// object's deinit marks its entries dead), so a table whose objects are all
-    /// alive — a large fetch — is not filtered for nothing each time it doubles:
-    /// that filter, touching every entry and its object, was a sixth of the time of
-    /// a 100k-object fetch.
-    struct ObjectRegistry {
+    /// table has doubled since the last sweep and at least a quarter of it is dead
+    /// (a table whose objects are all alive — a large fetch — is not filtered for
+    /// nothing); the sweep then hands the dead slots out again.
+    // A class, not a struct: reading a struct property of the context through its
+    // subscript copied the whole table (retaining each of its buffers) per lookup.
+    final class ObjectRegistry {
         /// The number of entries marked dead since the last sweep (by their objects'
-        /// deinit, on whatever thread the last release happens, hence atomic).
+        /// deinit, on whatever thread the last release happens, hence atomic). A
+        /// new one per generation of the registry (`removeAll`): it also tells
+        /// this registry's slots from those of an earlier generation.
         final class Deaths: Sendable {
             let count = Atomic<Int>(0)
         }
-        private let deaths = Deaths()
-        /// Objects by permanent ID.
-        private var entries: [ObjectID: WeakObject] = [:]
-        /// New objects by temporary ID: a save re-keys them all, and then this
-        /// table is emptied at once (see `pruneTemporaries`).
-        private var temporaries: [ObjectID: WeakObject] = [:]
+
+        /// A registered object's address, and whether it is still registered.
+        struct Slot {
+            var object: Unmanaged<ManagedObject>?
+            var isAlive: Bool
+
+            /// Whether the slot holds `object`, registered (compares addresses only:
+            /// a dead slot's object may be gone).
+            func holds(_ object: ManagedObject) -> Bool {
+                isAlive && self.object?.toOpaque() == Unmanaged.passUnretained(object).toOpaque()
+            }
+        }
+
+        /// 256 slots, kept alive by the registry and by each object whose slot is
+        /// here (an object's deinit writes to it).
+        final class SlotPage {
+            static let size = 256
+            let slots: UnsafeMutablePointer<Slot>
+            let deaths: Deaths
+
+            init(deaths: Deaths) {
+                self.deaths = deaths
+                slots = .allocate(capacity: SlotPage.size)
+                slots.initialize(repeating: Slot(object: nil, isAlive: false), count: SlotPage.size)
+            }
+
+            deinit {
+                slots.deinitialize(count: SlotPage.size)
+                slots.deallocate()
+            }
+        }
+
+        /// Where an object's slot is: its page (retained) and its number.
+        struct SlotReference {
+            let page: SlotPage
+            let number: UInt32
+
+            var slot: UnsafeMutablePointer<Slot> { page.slots + Int(number) % SlotPage.size }
+
+            /// Marks the slot dead if it still holds `object` (once), counting it
+            /// for the registry's sweeps.
+            func markDead(_ object: ManagedObject) {
+                guard slot.pointee.holds(object) else { return }
+                slot.pointee.isAlive = false
+                page.deaths.count.add(1, ordering: .relaxed)
+            }
+        }
+
+        @exclusivity(unchecked) private var deaths = Deaths()
+        /// The slot pages, and their slots' base addresses (read without touching
+        /// the pages' reference counts).
+        @exclusivity(unchecked) private var pages: [SlotPage] = []
+        @exclusivity(unchecked) private var bases: [UnsafeMutablePointer<Slot>] = []
+        /// Slots handed out so far, and dead ones free again since the last sweep.
+        @exclusivity(unchecked) private var slotCount: UInt32 = 0
+        @exclusivity(unchecked) private var freeSlots: [UInt32] = []
+        /// Objects' slot numbers by permanent ID.
+        @exclusivity(unchecked) private var entries: [ObjectID: UInt32] = [:]
+        /// New objects' slot numbers by temporary ID: a save re-keys them all, and
+        /// then this table is emptied at once (see `pruneTemporaries`).
+        @exclusivity(unchecked) private var temporaries: [ObjectID: UInt32] = [:]
         /// Temporary entries re-keyed since the last prune.
-        private var rekeyedTemporaries = 0
-        private var countAfterSweep = 0
+        @exclusivity(unchecked) private var rekeyedTemporaries = 0
+        @exclusivity(unchecked) private var countAfterSweep = 0
         /// How many sweeps the table has had (for tests of the sweep policy).
-        private(set) var sweepCount = 0
+        @exclusivity(unchecked) private(set) var sweepCount = 0
+
+        @inline(__always)
+        private func slot(_ number: UInt32) -> UnsafeMutablePointer<Slot> {
+            bases[Int(number) / SlotPage.size] + Int(number) % SlotPage.size
+        }
+
+        /// The object in slot `number` if it is still registered under `id`.
+        @inline(__always)
+        private func object(_ number: UInt32, id: ObjectID) -> ManagedObject? {
+            let slot = slot(number).pointee
+            guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), object.objectID == id else { return nil }
+            return object
+        }
 
         /// The registered object with `id`, if any.
         subscript(id: ObjectID) -> ManagedObject? {
-            guard let object = (id.isTemporaryID ? temporaries[id] : entries[id])?.object, object.objectID == id else { return nil }
-            return object
+            guard let number = id.isTemporaryID ? temporaries[id] : entries[id] else { return nil }
+            return object(number, id: id)
         }
 
         /// Every registered object that is still alive, once each.
         var objects: [ManagedObject] {
-            func valid(_ id: ObjectID, _ entry: WeakObject) -> ManagedObject? {
-                guard let object = entry.object, object.objectID == id else { return nil }
-                return object
-            }
-            return entries.compactMap(valid) + temporaries.compactMap(valid)
+            entries.compactMap { object($1, id: $0) } + temporaries.compactMap { object($1, id: $0) }
         }
 
         /// Entries by permanent ID, valid or not (for sizing before a fetch
         /// registers many objects).
         var count: Int { entries.count }
         var capacity: Int { entries.capacity }
-        mutating func reserveCapacity(_ capacity: Int) { entries.reserveCapacity(capacity) }
+        func reserveCapacity(_ capacity: Int) { entries.reserveCapacity(capacity) }
+
+        /// The slot `object` holds in this registry, or a new one (any slot it
+        /// still holds in another registry is marked dead: it is registered here now).
+        private func slotNumber(for object: ManagedObject) -> UInt32 {
+            if let reference = object.registrySlot {
+                if reference.page.deaths === deaths && reference.slot.pointee.holds(object) { return reference.number }
+                reference.markDead(object)
+            }
+            let number: UInt32
+            if let free = freeSlots.popLast() {
+                number = free
+            } else {
+                number = slotCount
+                slotCount += 1
+                if Int(number) / SlotPage.size == pages.count {
+                    let page = SlotPage(deaths: deaths)
+                    pages.append(page)
+                    bases.append(page.slots)
+                }
+            }
+            slot(number).pointee = Slot(object: .passUnretained(object), isAlive: true)
+            object.registrySlot = SlotReference(page: pages[Int(number) / SlotPage.size], number: number)
+            return number
+        }
 
         /// Registers `object` under its current ID (replacing any entry there).
-        mutating func register(_ object: ManagedObject) {
+        func register(_ object: ManagedObject) {
+            let number = slotNumber(for: object)
             if object.objectID.isTemporaryID {
-                temporaries[object.objectID] = WeakObject(object, deaths: deaths)
+                temporaries[object.objectID] = number
                 return
             }
-            entries[object.objectID] = WeakObject(object, deaths: deaths)
+            entries[object.objectID] = number
             sweepIfNeeded()
         }
 
         /// Each time the table has doubled since the last check, drops the invalid
-        /// entries if at least a quarter of them died; otherwise checks again when
-        /// it has doubled once more. Sweeps are paid for by as many new entries, and
-        /// dead entries stay below a quarter of the table at each check (dead ones
-        /// plus re-keyed ones: `rekey` counts the entry it leaves behind).
-        private mutating func sweepIfNeeded() {
+        /// entries if at least a quarter of them died, and frees the dead slots;
+        /// otherwise checks again when it has doubled once more. Sweeps are paid
+        /// for by as many new entries, and dead entries stay below a quarter of the
+        /// table at each check (dead ones plus re-keyed ones: `rekey` counts the
+        /// entry it leaves behind).
+        private func sweepIfNeeded() {
             guard entries.count > Swift.max(4096, 2 * countAfterSweep) else { return }
             if deaths.count.load(ordering: .relaxed) >= entries.count / 4 {
                 deaths.count.store(0, ordering: .relaxed)
-                entries = entries.filter { id, entry in entry.object?.objectID == id }
+                entries = entries.filter { object($1, id: $0) != nil }
+                temporaries = temporaries.filter { object($1, id: $0) != nil }
+                // No entry names a dead slot any more: they can be handed out again.
+                // (An object whose dead slot is reused does not find itself there.)
+                freeSlots = (0..<slotCount).filter { !slot($0).pointee.isAlive }
                 sweepCount += 1
             }
             countAfterSweep = entries.count
         }
 
         /// Makes `object` no longer registered (its entry stays, marked dead).
-        mutating func unregister(_ object: ManagedObject) {
+        func unregister(_ object: ManagedObject) {
             let id = object.objectID
-            if let entry = id.isTemporaryID ? temporaries[id] : entries[id], entry.object === object { entry.markDead() }
+            guard let number = id.isTemporaryID ? temporaries[id] : entries[id], slot(number).pointee.holds(object) else { return }
+            slot(number).pointee.isAlive = false
+            deaths.count.add(1, ordering: .relaxed)
         }
 
         /// Starts a pass of re-keying that ends with `pruneTemporaries()` (a pass
         /// that failed halfway must not count toward the next one).
-        mutating func beginRekeying() {
+        func beginRekeying() {
             rekeyedTemporaries = 0
         }
 
         /// Gives a registered object a new ID (a save's permanent ID): the object is
         /// found under the new ID, no longer under the old one.
-        mutating func rekey(_ object: ManagedObject, to newID: ObjectID) {
+        func rekey(_ object: ManagedObject, to newID: ObjectID) {
             let oldID = object.objectID
-            let entry = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { $0.object === object ? $0 : nil }
-            if oldID.isTemporaryID && entry != nil { rekeyedTemporaries += 1 }
+            let found = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
+            if oldID.isTemporaryID && found != nil { rekeyedTemporaries += 1 }
             // A permanent entry left under its old ID is invalid from now on.
-            if !oldID.isTemporaryID && entry != nil { deaths.count.add(1, ordering: .relaxed) }
+            if !oldID.isTemporaryID && found != nil { deaths.count.add(1, ordering: .relaxed) }
             object.objectID = newID
+            let number = found ?? slotNumber(for: object)
             if newID.isTemporaryID {
-                temporaries[newID] = entry ?? WeakObject(object, deaths: deaths)
+                temporaries[newID] = number
             } else {
-                entries[newID] = entry ?? WeakObject(object, deaths: deaths)
+                entries[newID] = number
             }
         }
 
@@ -111,11 +219,11 @@ extension ManagedObjectContext {
         /// save): the whole table at once when they are all it holds (the usual
         /// case), else by keeping the valid ones (objects inserted and deleted
         /// before the save leave dead entries).
-        mutating func pruneTemporaries() {
+        func pruneTemporaries() {
             if rekeyedTemporaries >= temporaries.count {
                 temporaries = [:]
             } else if rekeyedTemporaries > 0 || temporaries.count > 4096 {
-                temporaries = temporaries.filter { id, entry in entry.object?.objectID == id }
+                temporaries = temporaries.filter { object($1, id: $0) != nil }
             }
             rekeyedTemporaries = 0
             // Re-keyed objects entered the permanent table: an import that only
@@ -123,12 +231,18 @@ extension ManagedObjectContext {
             sweepIfNeeded()
         }
 
-        mutating func removeAll() {
+        /// Unregisters every object: a new generation of slots starts (the old
+        /// pages live on with the objects that still point at them).
+        func removeAll() {
             entries = [:]
             temporaries = [:]
+            pages = []
+            bases = []
+            freeSlots = []
+            slotCount = 0
             rekeyedTemporaries = 0
             countAfterSweep = 0
-            deaths.count.store(0, ordering: .relaxed)
+            deaths = Deaths()
         }
     }
 }

@@ -72,9 +72,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// fetch began (see `ManagedObjectContext.makeFault`).
     @exclusivity(unchecked) var faultRow: KeptRow?
     @exclusivity(unchecked) var faultRowGeneration = -1
-    /// The object's latest context registry entry (earlier ones chained from it),
-    /// marked dead when the object goes.
-    @exclusivity(unchecked) var registryEntry: ManagedObjectContext.WeakObject?
+    /// The object's slot in its context's registry, marked dead when the object
+    /// goes (see `ObjectRegistry`).
+    @exclusivity(unchecked) var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference?
     /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
     /// kept alive while it is.
     @exclusivity(unchecked) var prefetchedObjects: [ManagedObject] = []
@@ -107,11 +107,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     deinit {
-        var entry = registryEntry
-        while let current = entry {
-            current.markDead()
-            entry = current.previous
-        }
+        registrySlot?.markDead(self)
         rowCacheOwner?.releaseRow(objectID)
     }
 

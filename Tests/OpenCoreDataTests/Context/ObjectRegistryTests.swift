@@ -129,6 +129,46 @@ struct ObjectRegistryTests {
         }
     }
 
+    @Test("Slots freed by a sweep are handed out again: deleted objects still alive, and the objects of an earlier generation, never disturb their new holders")
+    func slotReuse() throws {
+        try Self.withItems { context, entity in
+            try Self.saveItems(0..<6000, context, entity)
+            context.reset()
+            var items: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            let survivors = Array(items?[0..<100] ?? [])
+            var deleted: [ManagedObject]? = Array(items?[100..<200] ?? [])
+            let deletedIDs = deleted?.map(\.objectID) ?? []
+            for object in deleted ?? [] { context.delete(object) }
+            try context.save()
+            items = nil
+            // New objects grow the table past a sweep, which frees the dead slots
+            // (the deleted objects' among them) and hands them out again.
+            for batch in 0..<6 { try Self.saveItems(6000 + batch * 4000..<10_000 + batch * 4000, context, entity) }
+            #expect(context.registry.sweepCount > 0)
+            for survivor in survivors { #expect(context.registeredObject(for: survivor.objectID) === survivor) }
+            for id in deletedIDs { #expect(context.registeredObject(for: id) == nil) }
+            #expect(Set(context.registeredObjects) == Set(survivors))
+
+            // Objects in reused slots stay registered when the deleted objects go.
+            var all: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            #expect(all?.count == 29_900)
+            deleted = nil
+            #expect(deleted == nil)
+            for object in all ?? [] { #expect(context.registeredObject(for: object.objectID) === object) }
+            for survivor in survivors { #expect(all?.contains { $0 === survivor } == true) }
+
+            // After a reset the earlier objects are not found, and their going
+            // does not unregister the new ones.
+            context.reset()
+            for survivor in survivors { #expect(context.registeredObject(for: survivor.objectID) == nil) }
+            let again = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            #expect(!again.contains { object in survivors.contains { $0 === object } })
+            all = nil
+            #expect(all == nil)
+            for object in again { #expect(context.registeredObject(for: object.objectID) === object) }
+        }
+    }
+
     @Test("Objects changed by validation during a save stay changed (the change sets are not emptied under them)")
     func changesDuringValidation() throws {
         ManagedObjectClasses.register(RegistryTrackedItem.self)
