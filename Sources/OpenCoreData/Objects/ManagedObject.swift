@@ -66,8 +66,6 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     @exclusivity(unchecked) var eventStart: [SnapshotValue]?
     @exclusivity(unchecked) var insertedFlag = false
     @exclusivity(unchecked) var deletedFlag = false
-    /// Set when the object's row is retained in the coordinator's row cache.
-    @exclusivity(unchecked) var rowCacheOwner: PersistentStoreCoordinator?
     /// A fault's row as fetched, and the coordinator's row generation when the
     /// fetch began (see `ManagedObjectContext.makeFault`).
     @exclusivity(unchecked) var faultRow: KeptRow?
@@ -75,13 +73,42 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The object's slot in its context's registry, marked dead when the object
     /// goes (see `ObjectRegistry`).
     @exclusivity(unchecked) var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference?
-    /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
-    /// kept alive while it is.
-    @exclusivity(unchecked) var prefetchedObjects: [ManagedObject] = []
-    /// The members each to-many relationship was filled in with by prefetching, in
-    /// order, by property index: reading the relationship takes them while they are
-    /// still its members and registered here (see `relatedObjects(of:index:)`).
-    @exclusivity(unchecked) var prefetchedMembers: [(index: Int, objects: [ManagedObject])] = []
+    /// What few objects need, out of line: every object is smaller, and its
+    /// deinit has fewer references to release.
+    final class Extras {
+        /// Set when the object's row is retained in the coordinator's row cache.
+        var rowCacheOwner: PersistentStoreCoordinator?
+        /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`,
+        /// kept alive while it is.
+        var prefetchedObjects: [ManagedObject] = []
+        /// The members each to-many relationship was filled in with by prefetching, in
+        /// order, by property index: reading the relationship takes them while they are
+        /// still its members and registered here (see `relatedObjects(of:index:)`).
+        var prefetchedMembers: [(index: Int, objects: [ManagedObject])] = []
+    }
+    @exclusivity(unchecked) private var extras: Extras?
+    private var madeExtras: Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
+
+    /// Set when the object's row is retained in the coordinator's row cache.
+    var rowCacheOwner: PersistentStoreCoordinator? {
+        get { extras?.rowCacheOwner }
+        set { if newValue != nil || extras != nil { madeExtras.rowCacheOwner = newValue } }
+    }
+    /// Destinations fetched with this object by `relationshipKeyPathsForPrefetching`.
+    var prefetchedObjects: [ManagedObject] {
+        get { extras?.prefetchedObjects ?? [] }
+        _modify { yield &madeExtras.prefetchedObjects }
+    }
+    /// The members prefetching filled each to-many relationship with (see `Extras`).
+    var prefetchedMembers: [(index: Int, objects: [ManagedObject])] {
+        get { extras?.prefetchedMembers ?? [] }
+        _modify { yield &madeExtras.prefetchedMembers }
+    }
 
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
