@@ -70,7 +70,8 @@ extension ManagedObject {
 
     /// The value of an attribute as an ``AttributeValue`` (`.null` when nil).
     public func attributeValue(forKey key: String) -> AttributeValue {
-        guard let index = entity.propertyIndex(named: key), case .attribute(let value)? = slot(index) else { return .null }
+        guard let index = entity.propertyIndex(named: key), prepareSlot(index),
+              case .attribute(let value) = storage.unsafelyUnwrapped[index] else { return .null }
         return value
     }
 
@@ -208,10 +209,18 @@ extension ManagedObject {
 
     /// The stored value at `index`, firing the fault first.
     func slot(_ index: Int) -> SnapshotValue? {
+        guard prepareSlot(index) else { return nil }
+        return storage.unsafelyUnwrapped[index]
+    }
+
+    /// Fires the fault if the object is one; whether the values have a slot
+    /// `index` (then `storage` is not nil). Callers read the slot in place:
+    /// binding `storage` to a constant first would retain and release the array.
+    @inline(__always)
+    func prepareSlot(_ index: Int) -> Bool {
         if ConcurrencyDebug.isEnabled { managedObjectContext?.assertOnQueue("a managed object's value") }
         if storage == nil { managedObjectContext?.fireFault(self) }
-        guard let storage, index < storage.count else { return nil }
-        return storage[index]
+        return index < storage?.count ?? 0
     }
 
     func setSlot(_ index: Int, _ value: SnapshotValue) {
