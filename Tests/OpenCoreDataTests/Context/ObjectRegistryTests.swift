@@ -46,6 +46,15 @@ struct ObjectRegistryTests {
         try context.save()
     }
 
+    /// Saves items numbered `numbers`, resets the context and fetches them all
+    /// again (every one a new object registered by the fetch).
+    static func refetchedItems(_ numbers: Range<Int>, _ context: ManagedObjectContext,
+                               _ entity: EntityDescription) throws -> [ManagedObject] {
+        try saveItems(numbers, context, entity)
+        context.reset()
+        return try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+    }
+
     @Test("After a save an object is found by its permanent ID only; after a deleting save, not at all",
           arguments: [PersistentStoreType.sqlite, .inMemory])
     func lookups(storeType: PersistentStoreType) throws {
@@ -112,9 +121,7 @@ struct ObjectRegistryTests {
     @Test("A large fetch whose objects all stay alive is not swept as the table grows; dropped, they are swept")
     func aliveObjectsAreNotSwept() throws {
         try Self.withItems { context, entity in
-            try Self.saveItems(0..<10_000, context, entity)
-            context.reset()
-            var items: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            var items: [ManagedObject]? = try Self.refetchedItems(0..<10_000, context, entity)
             #expect(items?.count == 10_000)
             // The table passed 4096 and 8192 entries, all alive: nothing to sweep.
             #expect(context.registry.sweepCount == 0)
@@ -132,9 +139,7 @@ struct ObjectRegistryTests {
     @Test("Slots freed by a sweep are handed out again: deleted objects still alive, and the objects of an earlier generation, never disturb their new holders")
     func slotReuse() throws {
         try Self.withItems { context, entity in
-            try Self.saveItems(0..<6000, context, entity)
-            context.reset()
-            var items: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            var items: [ManagedObject]? = try Self.refetchedItems(0..<6000, context, entity)
             let survivors = Array(items?[0..<100] ?? [])
             var deleted: [ManagedObject]? = Array(items?[100..<200] ?? [])
             let deletedIDs = deleted?.map(\.objectID) ?? []
