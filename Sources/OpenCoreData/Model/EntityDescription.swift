@@ -96,6 +96,32 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         weakAnchor.target = self
     }
 
+    /// Set once the entity is pinned (see ``pinForObjectIDs()``).
+    private let pinned = Atomic<Bool>(false)
+
+    /// Keeps the entity alive for the rest of the process, the first time an
+    /// ``ObjectID`` or a managed object is made for it.
+    ///
+    /// IDs and objects hold their entity `unowned(unsafe)`: they are copied on
+    /// every path (rows, the uniquing table, change sets, batches), and a strong
+    /// reference cost two atomic reference-count operations per copy, all on the
+    /// same entity. An ID is `Sendable` and may outlive every model, context and
+    /// coordinator, so an entity in use is never freed: what a model costs is kept
+    /// once per entity (models are built once per process in practice, as in Core
+    /// Data). An entity no ID or object was made for is freed with its model.
+    @inline(__always)
+    func pinForObjectIDs() {
+        guard !pinned.load(ordering: .relaxed) else { return }
+        pinSlowly()
+    }
+
+    @inline(never)
+    private func pinSlowly() {
+        if pinned.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            _ = Unmanaged.passRetained(self)
+        }
+    }
+
     deinit {
         // Weak holders of the anchor that read it while this object goes see nil.
         weakAnchor.target = nil

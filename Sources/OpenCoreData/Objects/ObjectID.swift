@@ -23,7 +23,12 @@ private let temporaryIDCounter = Atomic<UInt64>(0)
 /// ```
 public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The entity of the object.
-    public let entity: EntityDescription
+    ///
+    /// Held unretained: an entity an ID is made for lives as long as the process
+    /// (`EntityDescription.pinForObjectIDs()`), so an ID is plain data, copied
+    /// without reference counting. Hashing and equality borrow it (no retain).
+    public var entity: EntityDescription { entityReference.takeUnretainedValue() }
+    private let entityReference: Unmanaged<EntityDescription>
     /// The identifier (UUID) of the store holding the object; nil while temporary.
     public var storeIdentifier: String? {
         if case .temporary = key { return nil }
@@ -88,7 +93,8 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     /// A new temporary ID for an inserted object.
     init(temporaryFor entity: EntityDescription) {
-        self.entity = entity
+        entity.pinForObjectIDs()
+        self.entityReference = Unmanaged.passUnretained(entity)
         self.storeName = StoreName.none
         self.key = .temporary(temporaryIDCounter.add(1, ordering: .relaxed).newValue)
     }
@@ -101,7 +107,8 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The permanent ID of the row `primaryKey` of `entity` in the store named
     /// `store` (stores keep their interned name: no lookup per row).
     init(entity: EntityDescription, store: StoreName, primaryKey: Int64) {
-        self.entity = entity
+        entity.pinForObjectIDs()
+        self.entityReference = Unmanaged.passUnretained(entity)
         self.storeName = store
         self.key = .permanent(primaryKey)
     }
@@ -141,8 +148,8 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     // never the name's characters.
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.key == rhs.key && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
-            && lhs.storeName === rhs.storeName
+        lhs.key == rhs.key && lhs.storeName === rhs.storeName
+            && (lhs.entityReference.toOpaque() == rhs.entityReference.toOpaque() || lhs.entity.name == rhs.entity.name)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -150,7 +157,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case .permanent(let pk): hasher.combine(pk)
         case .temporary(let number): hasher.combine(number)
         }
-        hasher.combine(entity.nameHash)
+        hasher.combine(entityReference._withUnsafeGuaranteedRef(\.nameHash))
     }
 
     /// The hash sets and dictionaries use: the key and the entity name's hash
@@ -166,7 +173,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case .permanent(let pk): x = UInt64(bitPattern: pk)
         case .temporary(let number): x = number ^ 0xA5A5_A5A5_A5A5_A5A5
         }
-        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(entity.nameHash))
+        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(entityReference._withUnsafeGuaranteedRef(\.nameHash)))
         return splitMix64Hash(x, seed: seed)
     }
 

@@ -51,4 +51,42 @@ struct BackReferenceTests {
         #expect(attribute.entity == nil)
         #expect(sub.superentity == nil)
     }
+
+    @Test("An object ID outliving its model, store and context still names its entity")
+    func objectIDOutlivesModel() throws {
+        // IDs hold their entity unretained: the entity an ID was made for is
+        // pinned for the life of the process.
+        var ids: [ObjectID] = []
+        weak var usedEntity: EntityDescription?
+        weak var unusedEntity: EntityDescription?
+        weak var weakModel: ManagedObjectModel?
+        do {
+            let model = try ManagedObjectModel {
+                Entity("Pinned", className: "ManagedObject") { Attribute("name", .string) }
+                Entity("Unused", className: "ManagedObject") { Attribute("name", .string) }
+            }
+            weakModel = model
+            let entity = try #require(model.entitiesByName["Pinned"])
+            usedEntity = entity
+            unusedEntity = model.entitiesByName["Unused"]
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            _ = try coordinator.addPersistentStore(type: .inMemory)
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.persistentStoreCoordinator = coordinator
+            try context.performAndWait {
+                let object = ManagedObject(entity: entity, insertInto: context)
+                object.setValue("kept", forKey: "name")
+                try context.save()
+                ids.append(object.objectID)
+            }
+            ids.append(ObjectID(entity: entity, storeIdentifier: "STORE", primaryKey: 42))
+        }
+        #expect(weakModel == nil)
+        #expect(unusedEntity == nil)
+        #expect(usedEntity != nil)
+        #expect(ids.map(\.entity.name) == ["Pinned", "Pinned"])
+        #expect(ids[1].uriRepresentation().absoluteString == "x-coredata://STORE/Pinned/p42")
+        #expect(ids[1] == ObjectID(entity: ids[1].entity, storeIdentifier: "STORE", primaryKey: 42))
+        #expect(Set(ids).count == 2)
+    }
 }
