@@ -114,7 +114,7 @@ extension ManagedObjectContext {
             fetch.fetchOffset = request.fetchOffset
             fetch.fetchLimit = request.fetchLimit
         }
-        let rows = try sourceRows(fetch)
+        var rows = try sourceRows(fetch)
         // The generation the rows were read at (see `makeFault`), before anything
         // the loop below runs (an object's initializer, say) fetches again.
         let generation = rowGenerationAtFetch
@@ -132,8 +132,15 @@ extension ManagedObjectContext {
             return type
         }
         // The rows are borrowed, not copied out of the array (a copy retains and
-        // releases each row's entity and values).
-        rows.withUnsafeBufferPointer { rows in
+        // releases each row's values), and a new object takes its row's values
+        // (moved out, an empty array left behind: no retain, and no release when
+        // the rows go).
+        func takeValues(_ row: UnsafeMutablePointer<RowSnapshot>) -> [SnapshotValue] {
+            var values: [SnapshotValue] = []
+            swap(&values, &row.pointee.values)
+            return values
+        }
+        rows.withUnsafeMutableBufferPointer { rows in
             for index in rows.indices {
                 let row = rows.baseAddress.unsafelyUnwrapped + index
                 let object: ManagedObject
@@ -150,10 +157,11 @@ extension ManagedObjectContext {
                     object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
                 } else if asFaults {
                     // The fault keeps the row and fires from it (see `makeFault`).
-                    object = makeFault(row.pointee.objectID, row: row.pointee, generation: generation, type: objectClass(row.pointee.objectID.entity))
+                    object = makeFault(row.pointee.objectID, rowValues: takeValues(row), version: row.pointee.version, generation: generation,
+                                       type: objectClass(row.pointee.objectID.entity))
                 } else {
                     object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
-                    load(row.pointee.values, version: row.pointee.version, into: object)
+                    load(taking: takeValues(row), version: row.pointee.version, into: object)
                     object.awakeFromFetch()
                 }
                 objects.append(object)

@@ -224,14 +224,25 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// coordinator's row cache or the store, and sees the save.
     @discardableResult
     func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil, type knownType: ManagedObject.Type? = nil) -> ManagedObject {
+        makeFault(id, rowValues: row?.values, version: row?.version ?? 0, generation: generation, type: knownType)
+    }
+
+    /// ``makeFault(_:row:generation:type:)`` with the row's values taken (the
+    /// caller's last reference to them moves into the fault).
+    func makeFault(_ id: ObjectID, rowValues: consuming [SnapshotValue]?, version: Int64, generation: Int? = nil,
+                   type knownType: ManagedObject.Type? = nil) -> ManagedObject {
         let type = knownType ?? ManagedObjectClasses.type(for: id.entity)
         let object = type.init(entity: id.entity, insertInto: nil)
         object.objectID = id
         object.storage = nil
         register(object)
-        if let row, persistentStoreCoordinator != nil, sharesRowCache {
-            object.faultRow = ManagedObject.KeptRow(values: row.values, version: row.version)
+        guard persistentStoreCoordinator != nil, sharesRowCache else { return object }
+        switch consume rowValues {
+        case .some(let values):
+            object.faultRow = ManagedObject.KeptRow(values: values, version: version)
             object.faultRowGeneration = generation ?? rowGenerationAtFetch
+        case .none:
+            break
         }
         return object
     }
@@ -265,15 +276,20 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// Gives a fault the values and version of its row.
     func load(_ rowValues: [SnapshotValue], version: Int64, into object: ManagedObject) {
-        var values = rowValues
+        load(taking: rowValues, version: version, into: object)
+    }
+
+    /// Gives a fault the values and version of its row, taking the values (the
+    /// caller's last reference to them moves into the object: no retain for it).
+    func load(taking rowValues: consuming [SnapshotValue], version: Int64, into object: ManagedObject) {
+        var values = consume rowValues
         // (Written only when needed: a write copies the row's array.)
         if object.entity.frozenHasToMany ?? true {
             for index in values.indices {
                 if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
             }
         }
-        object.storage = values
-        object.committedRow = ManagedObject.KeptRow(values: values, version: version)
+        object.loadRow(consume values, version: version)
         // The object now holds its row (`committed`): the coordinator's row cache is
         // for faults, which have nothing else to fire from.
     }

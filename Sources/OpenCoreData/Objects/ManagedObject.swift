@@ -48,15 +48,65 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     @exclusivity(unchecked) private var contextAnchor: WeakAnchor<ManagedObjectContext>?
 
     /// The values, indexed like `entity.allProperties`; nil while a fault.
-    @exclusivity(unchecked) var storage: [SnapshotValue]?
+    ///
+    /// Read in place (`_read`: no retain of the array); a write first gives the
+    /// committed row values of its own if it shares these (see ``committedRow``).
+    var storage: [SnapshotValue]? {
+        _read { yield currentValues }
+        set {
+            separateCommittedRow()
+            currentValues = newValue
+        }
+        _modify {
+            separateCommittedRow()
+            yield &currentValues
+        }
+    }
+    @exclusivity(unchecked) private var currentValues: [SnapshotValue]?
+
     /// A row's values and version as an object keeps them: the row's ID is the
     /// object's own, so an object is smaller and a save touches less memory.
     struct KeptRow {
         var values: [SnapshotValue]
         var version: Int64
     }
+
     /// The row as last read from or saved to the store; nil for a new object.
-    @exclusivity(unchecked) var committedRow: KeptRow?
+    ///
+    /// An object loaded from a row and not changed since has one array for both
+    /// (``loadRow(_:version:)``): `keptRow` then holds only the version, and the
+    /// committed values are `storage`. Loading a fetched row thus touches the
+    /// object alone — a second reference would retain the row's array, which a
+    /// large fetch has long pushed out of the cache (a memory access per row).
+    var committedRow: KeptRow? {
+        get {
+            guard committedIsStorage else { return keptRow }
+            return currentValues.map { KeptRow(values: $0, version: keptRow?.version ?? 0) }
+        }
+        set {
+            committedIsStorage = false
+            keptRow = newValue
+        }
+    }
+    @exclusivity(unchecked) private var keptRow: KeptRow?
+    @exclusivity(unchecked) private var committedIsStorage = false
+
+    /// Loads a row: `values` become both the current and the committed values.
+    func loadRow(_ values: consuming [SnapshotValue], version: Int64) {
+        currentValues = consume values
+        keptRow = KeptRow(values: [], version: version)
+        committedIsStorage = true
+    }
+
+    private func separateCommittedRow() {
+        guard committedIsStorage else { return }
+        committedIsStorage = false
+        if let currentValues, let version = keptRow?.version {
+            keptRow = KeptRow(values: currentValues, version: version)
+        } else {
+            keptRow = nil
+        }
+    }
     /// The committed row as a snapshot (with the object's ID).
     var committed: RowSnapshot? {
         get { committedRow.map { RowSnapshot(objectID: objectID, version: $0.version, values: $0.values) } }
@@ -164,7 +214,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
 
     /// The indexes of properties whose value differs from the committed row.
     func changedIndexes() -> [Int] {
-        guard let storage else { return [] }
+        guard let storage, !committedIsStorage else { return [] }
         guard let committedValues = committedRow?.values else {
             return storage.indices.filter { index in
                 switch storage[index] {
