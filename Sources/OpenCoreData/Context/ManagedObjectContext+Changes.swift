@@ -34,16 +34,24 @@ extension ManagedObjectContext {
         // Read before the rows, as for a fetch: the faults trust their rows only
         // while no save has changed any row since (see `makeFault`).
         let generation = coordinator.rowGeneration.load(ordering: .acquiring)
-        guard let rows = (try? coordinator.relatedRows(of: [id], relationship: relationship))??.first else { return nil }
+        guard var rows = (try? coordinator.relatedRows(of: [id], relationship: relationship))??.first else { return nil }
         rowGenerationAtFetch = generation
-        return rows.map { row in
-            guard let registered = registry[row.objectID] else { return makeFault(row.objectID, row: row) }
-            if registered.isFault, registered.rowCacheOwner == nil {
-                coordinator.retainRow(row)
-                registered.rowCacheOwner = coordinator
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        for index in rows.indices {
+            let id = rows[index].objectID
+            if let registered = registry[id] {
+                if registered.isFault, registered.rowCacheOwner == nil {
+                    coordinator.retainRow(rows[index])
+                    registered.rowCacheOwner = coordinator
+                }
+                objects.append(registered)
+            } else {
+                // The new fault takes the row's values.
+                objects.append(makeFault(id, rowValues: rows[index].takeValues(), version: rows[index].version))
             }
-            return registered
         }
+        return objects
     }
 
     /// The objects prefetching filled the to-many relationship at `index` of

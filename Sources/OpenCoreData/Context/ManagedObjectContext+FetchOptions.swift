@@ -256,16 +256,23 @@ extension ManagedObjectContext {
     /// The object of a prefetched row: the registered one (loaded with the row if
     /// it is a fault), else a new one loaded with it.
     private func prefetchedObject(_ row: RowSnapshot) -> ManagedObject {
+        var row = row
+        return prefetchedObject(taking: &row)
+    }
+
+    /// ``prefetchedObject(_:)`` for a row the caller owns: an object loaded with
+    /// it takes its values (`row.values` is left empty).
+    private func prefetchedObject(taking row: inout RowSnapshot) -> ManagedObject {
         if let registered = registry[row.objectID] {
             if registered.isFault {
-                load(row, into: registered)
+                load(taking: row.takeValues(), version: row.version, into: registered)
                 registered.awakeFromFetch()
             }
             return registered
         }
         // Loaded at once: the object holds its row, the row cache is not involved.
         let object = makeFault(row.objectID, row: nil)
-        load(row, into: object)
+        load(taking: row.takeValues(), version: row.version, into: object)
         object.awakeFromFetch()
         return object
     }
@@ -274,18 +281,21 @@ extension ManagedObjectContext {
     /// the store read them, source by source), fills in the relationships that are
     /// still faults, and makes each source keep its destinations alive. Returns the
     /// destinations, each once.
-    private func fillPrefetched(_ grouped: [[RowSnapshot]], of sources: [ManagedObject],
+    private func fillPrefetched(_ grouped: consuming [[RowSnapshot]], of sources: [ManagedObject],
                                 relationship: RelationshipDescription) -> [ManagedObject] {
+        var grouped = grouped
         var destinations: [ManagedObject] = []
         // Without a to-one inverse, a destination may belong to several sources.
         let shared = relationship.inverseRelationship?.isToMany != false
         var seen = Set<ObjectIdentifier>()
         // Room for every destination in the registry, made once.
         registry.reserveCapacity(registry.count + grouped.reduce(0) { $0 + $1.count })
-        for (source, rows) in zip(sources, grouped) {
+        for (position, source) in zip(grouped.indices, sources) {
+            // The source's rows, moved out of `grouped`: the objects take their values.
+            var rows = takeArray(&grouped[position])
             var members: [ManagedObject] = []
             members.reserveCapacity(rows.count)
-            for row in rows { members.append(prefetchedObject(row)) }
+            for index in rows.indices { members.append(prefetchedObject(taking: &rows[index])) }
             if let index = source.entity.propertyIndex(named: relationship.name), case .toMany(nil)? = source.storage?[index] {
                 fillToManyFault(of: source, at: index, with: members.map(\.objectID))
                 // Kept with their relationship: reading it takes them directly.

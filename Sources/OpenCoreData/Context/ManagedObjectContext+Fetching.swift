@@ -135,11 +135,6 @@ extension ManagedObjectContext {
         // releases each row's values), and a new object takes its row's values
         // (moved out, an empty array left behind: no retain, and no release when
         // the rows go).
-        func takeValues(_ row: UnsafeMutablePointer<RowSnapshot>) -> [SnapshotValue] {
-            var values: [SnapshotValue] = []
-            swap(&values, &row.pointee.values)
-            return values
-        }
         rows.withUnsafeMutableBufferPointer { rows in
             for index in rows.indices {
                 let row = rows.baseAddress.unsafelyUnwrapped + index
@@ -157,11 +152,11 @@ extension ManagedObjectContext {
                     object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
                 } else if asFaults {
                     // The fault keeps the row and fires from it (see `makeFault`).
-                    object = makeFault(row.pointee.objectID, rowValues: takeValues(row), version: row.pointee.version, generation: generation,
+                    object = makeFault(row.pointee.objectID, rowValues: row.pointee.takeValues(), version: row.pointee.version, generation: generation,
                                        type: objectClass(row.pointee.objectID.entity))
                 } else {
                     object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
-                    load(taking: takeValues(row), version: row.pointee.version, into: object)
+                    load(taking: row.pointee.takeValues(), version: row.pointee.version, into: object)
                     object.awakeFromFetch()
                 }
                 objects.append(object)

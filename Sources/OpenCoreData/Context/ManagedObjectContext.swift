@@ -253,10 +253,10 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
-        if let row = object.faultRow {
-            object.faultRow = nil
+        if case .some(var row) = object.faultRow.take() {
             if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
-                load(row.values, version: row.version, into: object)
+                // The fault's reference to the row's values moves into the object.
+                load(taking: takeArray(&row.values), version: row.version, into: object)
                 object.awakeFromFetch()
                 return
             }

@@ -124,18 +124,20 @@ extension ManagedObjectContext {
             positions[pk] = position
         }
         if !missing.isEmpty {
-            let rows = (try? batchRows(missing, entity: entity)) ?? []
+            var rows = (try? batchRows(missing, entity: entity)) ?? []
             if registry.capacity - registry.count < rows.count {
                 registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
             }
-            for row in rows {
+            for index in rows.indices {
+                let id = rows[index].objectID
                 // The key finds the position; the whole ID must match (an entity kept
                 // in two stores has the same keys in both).
-                guard let pk = row.objectID.primaryKey, let position = positions[pk], row.objectID == ids[position] else { continue }
-                // Loaded at once: the object holds its row, the row cache is not involved.
-                let object = objects[position] ?? makeFault(row.objectID, row: nil)
+                guard let pk = id.primaryKey, let position = positions[pk], id == ids[position] else { continue }
+                // Loaded at once: the object holds its row (its values taken from
+                // the batch's rows), the row cache is not involved.
+                let object = objects[position] ?? makeFault(id, row: nil)
                 if object.isFault {
-                    load(row, into: object)
+                    load(taking: rows[index].takeValues(), version: rows[index].version, into: object)
                     object.awakeFromFetch()
                 }
                 objects[position] = object

@@ -172,6 +172,10 @@ public struct RowSnapshot: Sendable {
         self.values = values
     }
 
+    /// Moves the values out, leaving an empty array: the caller takes the row's
+    /// reference (no retain now, no release when the row goes).
+    mutating func takeValues() -> [SnapshotValue] { takeArray(&values) }
+
     /// The value of the property named `name`.
     public func value(named name: String) -> SnapshotValue? {
         guard let index = objectID.entity.propertyIndex(named: name), index < values.count else { return nil }
