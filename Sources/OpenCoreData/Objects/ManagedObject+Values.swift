@@ -103,7 +103,7 @@ extension ManagedObject {
         // to `storage` open while the right-hand side runs (see docs/performance.md,
         // "Exclusivity checks").
         let converted = ManagedObject.attributeValue(from: value, for: attribute)
-        storage?[index] = .attribute(converted)
+        writeValue(.attribute(converted), at: index)
     }
 
     /// The properties changed since the object was last saved or fetched, by name
@@ -234,7 +234,7 @@ extension ManagedObject {
             // (Checked first: forming the closure costs even when it is not kept.)
             if context.isRegisteringUndo { context.registerUndo { _ in self.setSlot(index, old) } }
         }
-        storage?[index] = value
+        writeValue(value, at: index)
     }
 
     /// The objects of the to-many relationship at `index`, loading it if needed.

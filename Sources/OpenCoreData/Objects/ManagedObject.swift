@@ -52,12 +52,12 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// Read in place (`_read`: no retain of the array); a write first gives the
     /// committed row values of its own if it shares these (see ``committedRow``).
     var storage: [SnapshotValue]? {
-        _read { yield currentValues }
-        set {
+        @inline(__always) _read { yield currentValues }
+        @inline(__always) set {
             separateCommittedRow()
             currentValues = newValue
         }
-        _modify {
+        @inline(__always) _modify {
             separateCommittedRow()
             yield &currentValues
         }
@@ -98,8 +98,22 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         committedIsStorage = true
     }
 
+    /// Writes the value at `index` (for the hot setters: `storage`'s `_modify` is a
+    /// coroutine the optimizer does not inline, whose frame is allocated).
+    @inline(__always)
+    func writeValue(_ value: SnapshotValue, at index: Int) {
+        separateCommittedRow()
+        currentValues?[index] = value
+    }
+
+    @inline(__always)
     private func separateCommittedRow() {
         guard committedIsStorage else { return }
+        separateCommittedRowSlowly()
+    }
+
+    @inline(never)
+    private func separateCommittedRowSlowly() {
         committedIsStorage = false
         if let currentValues, let version = keptRow?.version {
             keptRow = KeptRow(values: currentValues, version: version)
@@ -107,6 +121,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             keptRow = nil
         }
     }
+
     /// The committed row as a snapshot (with the object's ID).
     var committed: RowSnapshot? {
         get { committedRow.map { RowSnapshot(objectID: objectID, version: $0.version, values: $0.values) } }
