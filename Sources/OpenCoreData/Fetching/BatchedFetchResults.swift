@@ -114,25 +114,19 @@ extension ManagedObjectContext {
     func loadBatch(_ ids: [ObjectID], entity: EntityDescription) -> [ManagedObject] {
         var objects = ids.map { registry[$0] }
         var missing: [ObjectID] = []
-        var positions: [Int64: Int] = [:]
-        // Sized once: growing them key by key cost more than the batch's hashing.
         missing.reserveCapacity(ids.count)
-        positions.reserveCapacity(ids.count)
-        for (position, id) in ids.enumerated() {
-            guard let pk = id.primaryKey, objects[position]?.isFault ?? true else { continue }
+        for (position, id) in ids.enumerated() where id.primaryKey != nil && objects[position]?.isFault ?? true {
             missing.append(id)
-            positions[pk] = position
         }
         if !missing.isEmpty {
             var rows = (try? batchRows(missing, entity: entity)) ?? []
             if registry.capacity - registry.count < rows.count {
                 registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
             }
+            var positions = BatchPositions(ids)
             for index in rows.indices {
                 let id = rows[index].objectID
-                // The key finds the position; the whole ID must match (an entity kept
-                // in two stores has the same keys in both).
-                guard let pk = id.primaryKey, let position = positions[pk], id == ids[position] else { continue }
+                guard let position = positions.position(of: id) else { continue }
                 // Loaded at once: the object holds its row (its values taken from
                 // the batch's rows), the row cache is not involved.
                 let object = objects[position] ?? makeFault(id, row: nil)
@@ -145,6 +139,37 @@ extension ManagedObjectContext {
         }
         // IDs without a row (deleted since the IDs were fetched) are faults.
         return zip(ids, objects).map { id, object in object ?? self.object(with: id) }
+    }
+
+    /// Finds the position of each row read for a batch among the batch's IDs (the
+    /// whole ID: an entity kept in two stores has the same keys in both).
+    ///
+    /// Rows come back in key order, IDs in the fetch's order: a small batch is
+    /// searched forward from the last match (one comparison a row when the orders
+    /// agree, a batch's length at worst), a large one through a dictionary. A
+    /// dictionary for every batch of 20 cost more than the batch's hashing elsewhere.
+    private struct BatchPositions {
+        let ids: [ObjectID]
+        let dictionary: [ObjectID: Int]?
+        var next = 0
+
+        init(_ ids: [ObjectID]) {
+            self.ids = ids
+            dictionary = ids.count > 64 ? Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first }) : nil
+        }
+
+        mutating func position(of id: ObjectID) -> Int? {
+            if let dictionary { return dictionary[id] }
+            guard !ids.isEmpty else { return nil }
+            for step in 0..<ids.count {
+                let position = (next + step) % ids.count
+                if ids[position] == id {
+                    next = position + 1
+                    return position
+                }
+            }
+            return nil
+        }
     }
 
     /// The rows of `ids`: one read by primary key when the context reads the store

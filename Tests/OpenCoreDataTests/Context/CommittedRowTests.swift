@@ -1,5 +1,6 @@
 import Foundation
 @testable import OpenCoreData
+import OpenCoreDataPredicates
 import Testing
 
 /// A fetched object keeps one array for its current and committed values until it
@@ -62,6 +63,31 @@ struct CommittedRowTests {
             #expect(number(items[2]) == 2)
             items[2].setValue(7, forKey: "number")
             #expect(committedNumber(items[2]) == 2)
+        }
+    }
+}
+
+/// Batches (`fetchBatchSize`) match each row read to its place in the batch: rows
+/// come back in key order, the IDs in the fetch's order.
+@Suite("Batched fetches place rows read in any order")
+struct BatchPlacementTests {
+    @Test("Small and large batches, keys in an order unlike the fetch's", arguments: [7, 100])
+    func rowsInAnyOrder(batchSize: Int) throws {
+        try ObjectRegistryTests.withItems(.sqlite) { context, entity in
+            var generator = SeededGenerator(seed: 42)
+            // Keys ascend with insertion; the numbers are a shuffled permutation.
+            let numbers = Array(0..<150).shuffled(using: &generator)
+            for number in numbers { ManagedObject(entity: entity, insertInto: context).setValue(number, forKey: "number") }
+            try context.save()
+            context.reset()
+            let request = FetchRequest<ManagedObject>(entityName: "Item")
+            request.sortDescriptors = [CoreSortDescriptor(key: "number", ascending: true)]
+            request.fetchBatchSize = batchSize
+            let batched = try context.fetchInBatches(request)
+            let read = batched.map { $0.value(forKey: "number") as? Int ?? -1 }
+            #expect(read == Array(0..<150))
+            #expect(batched.allSatisfy { !$0.isFault })
+            #expect(Array(batched.map(\.objectID)) == (try context.fetch(request)).map(\.objectID))
         }
     }
 }
