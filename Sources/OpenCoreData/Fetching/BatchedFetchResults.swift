@@ -144,10 +144,11 @@ extension ManagedObjectContext {
     /// Finds the position of each row read for a batch among the batch's IDs (the
     /// whole ID: an entity kept in two stores has the same keys in both).
     ///
-    /// Rows come back in key order, IDs in the fetch's order: a small batch is
-    /// searched forward from the last match (one comparison a row when the orders
-    /// agree, a batch's length at worst), a large one through a dictionary. A
-    /// dictionary for every batch of 20 cost more than the batch's hashing elsewhere.
+    /// The SQLite store returns a batch's rows in the order of its IDs, other stores
+    /// in any order: a small batch is searched forward from the last match (one
+    /// comparison a row when the orders agree, a batch's length at worst), a large
+    /// one through a dictionary. A dictionary for every batch of 20 cost more than
+    /// the batch's hashing elsewhere.
     private struct BatchPositions {
         let ids: [ObjectID]
         let dictionary: [ObjectID: Int]?
