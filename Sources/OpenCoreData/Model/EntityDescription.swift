@@ -102,8 +102,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// Keeps the entity alive for the rest of the process, the first time an
     /// ``ObjectID`` or a managed object is made for it.
     ///
-    /// IDs and objects hold their entity `unowned(unsafe)`: they are copied on
-    /// every path (rows, the uniquing table, change sets, batches), and a strong
+    /// IDs hold their entity unretained (`Unmanaged`): they are copied on every
+    /// path (rows, the uniquing table, change sets, batches), and a strong
     /// reference cost two atomic reference-count operations per copy, all on the
     /// same entity. An ID is `Sendable` and may outlive every model, context and
     /// coordinator, so an entity in use is never freed: what a model costs is kept

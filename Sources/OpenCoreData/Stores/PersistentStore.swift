@@ -58,9 +58,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// ```
     func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]?
     /// The rows of `objectIDs` (distinct, all of `entity` or its subentities) with
-    /// one read, in any order, leaving out those the store does not have; nil when the store
-    /// has no cheaper way than a fetch with a `SELF IN` predicate. Stores get a nil
-    /// implementation for free.
+    /// one read, in any order, leaving out those the store does not have; nil when
+    /// the store has no cheaper way than a fetch with a `SELF IN` predicate. Stores
+    /// get a nil implementation for free.
     ///
     /// Batched fetch results load each batch with it:
     ///
