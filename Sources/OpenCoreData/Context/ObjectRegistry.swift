@@ -22,6 +22,13 @@ extension ManagedObjectContext {
     /// table has doubled since the last sweep and at least a quarter of it is dead
     /// (a table whose objects are all alive — a large fetch — is not filtered for
     /// nothing); the sweep then hands the dead slots out again.
+    ///
+    /// In the table of permanent IDs, an entry whose slot is alive always names
+    /// its object's current ID (the rare re-keying of a permanent ID removes the
+    /// old entry), so its sweep reads slots only: checking each object's ID
+    /// touched every live object, a cache miss each — two thirds of a sweep's
+    /// time when objects die as fast as they are made (to-many faults fired one
+    /// after another).
     // A class, not a struct: reading a struct property of the context through its
     // subscript copied the whole table (retaining each of its buffers) per lookup.
     final class ObjectRegistry {
@@ -104,6 +111,12 @@ extension ManagedObjectContext {
             bases[Int(number) / SlotPage.size] + Int(number) % SlotPage.size
         }
 
+        /// Whether slot `number` still holds a registered object.
+        @inline(__always)
+        private func isAlive(_ number: UInt32) -> Bool {
+            slot(number).pointee.isAlive
+        }
+
         /// The object in slot `number` if it is still registered under `id`.
         @inline(__always)
         private func object(_ number: UInt32, id: ObjectID) -> ManagedObject? {
@@ -168,13 +181,13 @@ extension ManagedObjectContext {
         /// entries if at least a quarter of them died, and frees the dead slots;
         /// otherwise checks again when it has doubled once more. Sweeps are paid
         /// for by as many new entries, and dead entries stay below a quarter of the
-        /// table at each check (dead ones plus re-keyed ones: `rekey` counts the
-        /// entry it leaves behind).
+        /// table at each check.
         private func sweepIfNeeded() {
             guard entries.count > Swift.max(4096, 2 * countAfterSweep) else { return }
             if deaths.count.load(ordering: .relaxed) >= entries.count / 4 {
                 deaths.count.store(0, ordering: .relaxed)
-                entries = entries.filter { object($1, id: $0) != nil }
+                entries = entries.filter { isAlive($1) }
+                assert(entries.allSatisfy { object($1, id: $0) != nil }, "a live slot under an ID its object no longer has")
                 temporaries = temporaries.filter { object($1, id: $0) != nil }
                 // No entry names a dead slot any more: they can be handed out again.
                 // (An object whose dead slot is reused does not find itself there.)
@@ -204,8 +217,9 @@ extension ManagedObjectContext {
             let oldID = object.objectID
             let found = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
             if oldID.isTemporaryID && found != nil { rekeyedTemporaries += 1 }
-            // A permanent entry left under its old ID is invalid from now on.
-            if !oldID.isTemporaryID && found != nil { deaths.count.add(1, ordering: .relaxed) }
+            // A permanent entry must not outlive its ID while its slot lives (the
+            // sweep keeps entries by slot alone): it goes now.
+            if !oldID.isTemporaryID && found != nil && oldID != newID { entries[oldID] = nil }
             object.objectID = newID
             let number = found ?? slotNumber(for: object)
             if newID.isTemporaryID {

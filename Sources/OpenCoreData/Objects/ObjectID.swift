@@ -113,6 +113,15 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         self.key = .permanent(primaryKey)
     }
 
+    /// ``init(entity:store:primaryKey:)`` for an entity already pinned
+    /// (``EntityDescription/pinForObjectIDs()``): row readers pin their entities
+    /// once, not once per row.
+    init(pinnedEntity entity: Unmanaged<EntityDescription>, store: StoreName, primaryKey: Int64) {
+        self.entityReference = entity
+        self.storeName = store
+        self.key = .permanent(primaryKey)
+    }
+
     /// Whether the ID is temporary (the object has never been saved).
     public var isTemporaryID: Bool {
         if case .temporary = key { return true }

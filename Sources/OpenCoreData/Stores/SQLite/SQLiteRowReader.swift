@@ -27,32 +27,63 @@ final class SQLiteRowReader {
     private let columns: [SQLFetchColumn]
     private var plans: [Int: Plan?] = [:]
     private var entities: [Int: EntityDescription?] = [:]
-    private var lastNumber: Int?
-    private var lastPlan: Plan?
+    /// The plan of the last row's entity number, read field by field from the
+    /// reader itself: plain values, so a row takes no reference to its plan, its
+    /// slots or its entity (each was an atomic retain and release per row).
+    @exclusivity(unchecked) private var lastNumber: Int?
+    @exclusivity(unchecked) private var lastSlots = UnsafeBufferPointer<Slot>(start: nil, count: 0)
+    @exclusivity(unchecked) private var lastEntity: Unmanaged<EntityDescription>?
 
-    /// Where the value of one property comes from, for rows of one entity.
+    /// Where the value of one property comes from, for rows of one entity. Plain
+    /// data (its plan keeps the descriptions it names alive), so reading a slot
+    /// touches no reference count.
     private enum Slot {
         /// No column: a to-many fault, a nil to-one or a null attribute.
-        case constant(SnapshotValue)
+        case constant(Constant)
         /// An attribute whose stored value is its value (no transformer, no external file).
         case plainAttribute(column: Int, type: AttributeType)
-        case attribute(column: Int, attribute: AttributeDescription)
+        case attribute(column: Int, attribute: Unmanaged<AttributeDescription>)
         /// A to-one relationship: its destination's key, and the column of the
         /// destination's entity number when the destination has subentities.
-        case toOne(keyColumn: Int, entityColumn: Int?, declared: EntityDescription)
+        /// The declared destination is pinned for object IDs (see
+        /// ``EntityDescription/pinForObjectIDs()``).
+        case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<EntityDescription>)
+    }
+
+    /// The value of a property no column feeds.
+    private enum Constant {
+        case toManyFault, nilToOne, nullAttribute
+
+        var value: SnapshotValue {
+            switch self {
+            case .toManyFault: return .toMany(nil)
+            case .nilToOne: return .toOne(nil)
+            case .nullAttribute: return .attribute(.null)
+            }
+        }
     }
 
     /// The reading plan of one entity: one slot per property, in the entity's
     /// property order, so that a row's values are built in one pass into an array
-    /// of the right size (no copy of a template array to overwrite). A class: rows
-    /// take it without copying its fields.
+    /// of the right size (no copy of a template array to overwrite). It owns its
+    /// slots and keeps alive the descriptions they name.
     private final class Plan {
+        /// Pinned for object IDs.
         let entity: EntityDescription
-        let slots: [Slot]
+        let slots: UnsafeMutableBufferPointer<Slot>
+        private let described: [AnyObject]
 
-        init(entity: EntityDescription, slots: [Slot]) {
+        init(entity: EntityDescription, slots: [Slot], described: [AnyObject]) {
+            entity.pinForObjectIDs()
             self.entity = entity
-            self.slots = slots
+            self.slots = .allocate(capacity: slots.count)
+            _ = self.slots.initialize(from: slots)
+            self.described = described
+        }
+
+        deinit {
+            slots.deinitialize()
+            slots.deallocate()
         }
     }
 
@@ -69,8 +100,16 @@ final class SQLiteRowReader {
         return entity
     }
 
-    private func plan(forNumber number: Int) -> Plan? {
-        if number == lastNumber { return lastPlan }
+    /// Makes the plan of entity `number` the reader's current one; false when
+    /// the number names no entity of the model.
+    @inline(__always)
+    private func selectPlan(forNumber number: Int) -> Bool {
+        if number == lastNumber { return lastEntity != nil }
+        return selectPlanSlowly(forNumber: number)
+    }
+
+    @inline(never)
+    private func selectPlanSlowly(forNumber number: Int) -> Bool {
         let plan: Plan?
         if let known = plans[number] {
             plan = known
@@ -79,19 +118,21 @@ final class SQLiteRowReader {
             plans[number] = plan
         }
         lastNumber = number
-        lastPlan = plan
-        return plan
+        lastSlots = plan.map { UnsafeBufferPointer($0.slots) } ?? UnsafeBufferPointer(start: nil, count: 0)
+        lastEntity = plan.map { Unmanaged.passUnretained($0.entity) }
+        return plan != nil
     }
 
     private func makePlan(_ entity: EntityDescription) -> Plan {
         let properties = entity.allProperties
         var slots = properties.map { property -> Slot in
             switch property {
-            case let relationship as RelationshipDescription: return .constant(relationship.isToMany ? .toMany(nil) : .toOne(nil))
-            default: return .constant(.attribute(.null))
+            case let relationship as RelationshipDescription: return .constant(relationship.isToMany ? .toManyFault : .nilToOne)
+            default: return .constant(.nullAttribute)
             }
         }
         // To-one columns by property index (the last column for an index wins).
+        var described: [AnyObject] = []
         var keyColumns: [Int: Int] = [:]
         var entityColumns: [Int: Int] = [:]
         for column in columns {
@@ -103,7 +144,8 @@ final class SQLiteRowReader {
                 guard let attribute = column.property as? AttributeDescription else { continue }
                 let type = attribute.attributeType
                 if type == .transformable || (type == .binaryData && attribute.allowsExternalBinaryDataStorage) {
-                    slots[index] = .attribute(column: column.index, attribute: attribute)
+                    described.append(attribute)
+                    slots[index] = .attribute(column: column.index, attribute: .passUnretained(attribute))
                 } else {
                     slots[index] = .plainAttribute(column: column.index, type: type)
                 }
@@ -116,9 +158,11 @@ final class SQLiteRowReader {
         for (index, keyColumn) in keyColumns {
             guard let relationship = properties[index] as? RelationshipDescription,
                   let declared = relationship.destinationEntity else { continue }
-            slots[index] = .toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], declared: declared)
+            declared.pinForObjectIDs()
+            described.append(declared)
+            slots[index] = .toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], declared: .passUnretained(declared))
         }
-        return Plan(entity: entity, slots: slots)
+        return Plan(entity: entity, slots: slots, described: described)
     }
 
     /// The snapshot of one result row; nil when its `Z_ENT` names no entity of the model.
@@ -135,28 +179,35 @@ final class SQLiteRowReader {
     @inline(__always)
     private func snapshot<Columns: ColumnSource>(_ columns: Columns) throws -> RowSnapshot? {
         guard let pk = columns.key(0) else { return nil }
-        guard let number = columns.key(1).map({ Int(truncatingIfNeeded: $0) }), let plan = plan(forNumber: number) else { return nil }
+        guard let number = columns.key(1).map({ Int(truncatingIfNeeded: $0) }), selectPlan(forNumber: number),
+              let entity = lastEntity else { return nil }
         let version = columns.key(2) ?? 1
+        let slots = lastSlots
         var values: [SnapshotValue] = []
-        values.reserveCapacity(plan.slots.count)
-        for slot in plan.slots {
+        values.reserveCapacity(slots.count)
+        for slot in slots {
             switch slot {
-            case .constant(let value):
-                values.append(value)
+            case .constant(let constant):
+                values.append(constant.value)
             case .plainAttribute(let column, let type):
                 values.append(.attribute(columns.attributeValue(column, as: type)))
             case .attribute(let column, let attribute):
-                values.append(.attribute(try store.decode(columns.databaseValue(column), for: attribute, entity: plan.entity)))
+                values.append(.attribute(try store.decode(columns.databaseValue(column), for: attribute.takeUnretainedValue(),
+                                                          entity: entity.takeUnretainedValue())))
             case .toOne(let keyColumn, let entityColumn, let declared):
                 guard let key = columns.integer(keyColumn) else {
                     values.append(.toOne(nil))
                     continue
                 }
-                let destination = entityColumn.flatMap { columns.integer($0) }.flatMap { entity(forNumber: Int(truncatingIfNeeded: $0)) } ?? declared
-                values.append(.toOne(ObjectID(entity: destination, store: storeName, primaryKey: key)))
+                if let entityColumn, let number = columns.integer(entityColumn),
+                   let destination = self.entity(forNumber: Int(truncatingIfNeeded: number)) {
+                    values.append(.toOne(ObjectID(entity: destination, store: storeName, primaryKey: key)))
+                } else {
+                    values.append(.toOne(ObjectID(pinnedEntity: declared, store: storeName, primaryKey: key)))
+                }
             }
         }
-        return RowSnapshot(objectID: ObjectID(entity: plan.entity, store: storeName, primaryKey: pk),
+        return RowSnapshot(objectID: ObjectID(pinnedEntity: entity, store: storeName, primaryKey: pk),
                            version: version, values: values)
     }
 }
