@@ -125,6 +125,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     deinit {
         // Weak holders of the anchor that read it while this object goes see nil.
         weakAnchor.target = nil
+        frozenAttributeTypes?.deallocate()
     }
 
     func checkEditable(_ what: String) {
@@ -186,6 +187,10 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         frozenInitialValues = ManagedObjectContext.computeInitialValues(for: self)
         frozenPlainAttributes = allProperties.map(PlainAttribute.init)
         frozenHasToMany = allProperties.contains { ($0 as? RelationshipDescription)?.isToMany == true }
+        let types = UnsafeMutableBufferPointer<AttributeType?>.allocate(capacity: allProperties.count)
+        _ = types.initialize(from: allProperties.map { ($0 as? AttributeDescription)?.attributeType })
+        frozenAttributeTypes?.deallocate()
+        frozenAttributeTypes = types
         frozenVersionHash = Data(VersionHasher.hash(of: self))
     }
 
@@ -252,6 +257,12 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// Whether a frozen entity has to-many relationships (nil before it is frozen):
     /// loading a row of one that has none has no to-many slot to turn into a fault.
     @exclusivity(unchecked) private(set) var frozenHasToMany: Bool?
+    /// For each of `allProperties` of a frozen entity: its attribute type, nil for
+    /// a relationship or a fetched property. Plain memory, owned by the entity:
+    /// reading it retains nothing, where reading `allProperties[index]` and casting
+    /// it retains the array, the property and the cast result (three of the
+    /// reference-count pairs of every `setValue(_:forKey:)`).
+    @exclusivity(unchecked) private(set) var frozenAttributeTypes: UnsafeMutableBufferPointer<AttributeType?>?
     /// For each of `allProperties` of a frozen entity: its ``PlainAttribute``, if it is one.
     @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?
     /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved

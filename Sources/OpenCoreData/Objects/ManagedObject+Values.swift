@@ -43,6 +43,11 @@ extension ManagedObject {
     /// (``CoreDataError/Code/managedObjectValidation``), never a crash.
     public func setValue(_ value: Any?, forKey key: String) {
         guard let index = entity.propertyIndex(named: key) else { return }
+        // An attribute of a frozen entity: its type alone, read without retaining.
+        if let types = entity.frozenAttributeTypes, index < types.count, let type = types[index] {
+            setSlot(index, .attribute(ManagedObject.attributeValue(from: value, as: type)))
+            return
+        }
         let property = entity.allProperties[index]
         switch property {
         case let attribute as AttributeDescription:
@@ -283,13 +288,18 @@ extension ManagedObject {
     // MARK: Conversions
 
     static func attributeValue(from value: Any?, for attribute: AttributeDescription) -> AttributeValue {
+        attributeValue(from: value, as: attribute.attributeType)
+    }
+
+    /// `value` as an attribute value of `type` (see ``attributeValue(from:for:)``).
+    static func attributeValue(from value: Any?, as type: AttributeType) -> AttributeValue {
         // The common exact types first, read straight out of the opened existential
         // (a dynamic cast from `Any` costs ~250 instructions, a third of a
         // `setValue`); anything else (optionals, bridged NSNumbers, collections...)
         // goes through the general conversion, which gives the same results for
         // these types.
         let raw = value.flatMap { _openExistential($0, do: exactAttributeValue) } ?? AttributeValue(anyValue: value)
-        return AttributeValueCoercion.coerce(raw, to: attribute.attributeType) ?? raw
+        return AttributeValueCoercion.coerce(raw, to: type) ?? raw
     }
 }
 

@@ -30,6 +30,7 @@ extension SQLiteStore {
         try write("saving") { db in
             let tombstones = try history?.tombstones(of: changes.deleted, schema: schema, db) ?? [:]
             let cache = self.savePlans
+            let bytes = cache.boundBytes
             var last: (entity: ObjectIdentifier, plan: InsertPlan)?
             for index in changes.inserted.indices {
                 let key = ObjectIdentifier(changes.inserted[index].objectID.entity)
@@ -43,7 +44,7 @@ extension SQLiteStore {
                     if keepsPlans(for: changes.inserted[index].objectID.entity) { cache.inserts[key] = plan }
                 }
                 last = (key, plan)
-                try insert(changes.inserted[index], plan, db)
+                try insert(changes.inserted[index], plan, bytes, db)
             }
             for row in changes.updated {
                 guard row.objectID.primaryKey != nil else { continue }
@@ -56,7 +57,7 @@ extension SQLiteStore {
                     plan = try updatePlan(for: row, indexes: indexes, db)
                     if keepsPlans(for: row.objectID.entity) { cache.updates[key] = plan }
                 }
-                try update(row, plan, db)
+                try update(row, plan, bytes, db)
             }
             var lastDelete: (entity: ObjectIdentifier, plan: DeletePlan)?
             for (id, version) in changes.deleted {
@@ -215,7 +216,8 @@ extension SQLiteStore {
     /// Bound with SQLite's C API as they are encoded: GRDB's `StatementArguments`
     /// boxes every value in an existential and validates it again, several times
     /// the cost of the statement.
-    private func bindColumns(_ row: RowSnapshot, _ bindings: ColumnBindings, from firstParameter: Int32, _ handle: SQLiteStatement) throws -> Bool {
+    private func bindColumns(_ row: RowSnapshot, _ bindings: ColumnBindings, from firstParameter: Int32, _ handle: SQLiteStatement,
+                             _ bytes: SQLiteBoundBytes) throws -> Bool {
         var bound = 0
         var matches = true
         let values = row.values
@@ -224,14 +226,14 @@ extension SQLiteStore {
             if let type = bindings.plainTypes[position], bound < columns.count {
                 let index = bindings.valueIndexes[position]
                 if index < values.count, case .attribute(let value) = values[index],
-                   try bindPlain(value, as: type, at: firstParameter + Int32(bound), handle) {
+                   try bindPlain(value, as: type, at: firstParameter + Int32(bound), handle, bytes) {
                     bound += 1
                     continue
                 }
             }
             try forEachAssignment(row, bindings.storages[position]) { column, value in
                 guard bound < columns.count, column == columns[bound] else { matches = false; return }
-                try bind(value.storage, at: firstParameter + Int32(bound), handle)
+                try bind(value.storage, at: firstParameter + Int32(bound), handle, bytes)
                 bound += 1
             }
         }
@@ -275,17 +277,18 @@ extension SQLiteStore {
         return InsertPlan(statement: statement, entityNumber: number, bindings: ColumnBindings(columns: columns, storages: storages), hasToMany: hasToMany)
     }
 
-    private func insert(_ row: RowSnapshot, _ plan: InsertPlan, _ db: Database) throws {
+    private func insert(_ row: RowSnapshot, _ plan: InsertPlan, _ bytes: SQLiteBoundBytes, _ db: Database) throws {
         guard let pk = row.objectID.primaryKey else {
             throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key")
         }
         let handle = plan.statement.sqliteStatement
         // The statement ran for the previous row: SQLite binds only after a reset.
         sqlite3_reset(handle)
-        try bind(.int64(pk), at: 1, handle)
-        try bind(.int64(Int64(plan.entityNumber)), at: 2, handle)
-        try bind(.int64(1), at: 3, handle)
-        guard try bindColumns(row, plan.bindings, from: 4, handle) else {
+        bytes.beginRow()
+        try bindInt64(pk, at: 1, handle)
+        try bindInt64(Int64(plan.entityNumber), at: 2, handle)
+        try bindInt64(1, at: 3, handle)
+        guard try bindColumns(row, plan.bindings, from: 4, handle, bytes) else {
             throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
                                 entityName: row.objectID.entityName)
         }
@@ -314,7 +317,8 @@ extension SQLiteStore {
     /// as `encode(_:for:)` would encode it, for the pairs of value and type saves
     /// meet most (a number, string or date of the attribute's own type, or null);
     /// false for any other pair, which goes through `encode`.
-    private func bindPlain(_ value: AttributeValue, as type: AttributeType, at index: Int32, _ handle: SQLiteStatement) throws -> Bool {
+    private func bindPlain(_ value: AttributeValue, as type: AttributeType, at index: Int32, _ handle: SQLiteStatement,
+                           _ bytes: SQLiteBoundBytes) throws -> Bool {
         let code: Int32
         switch (value, type) {
         case (.null, _):
@@ -328,8 +332,7 @@ extension SQLiteStore {
         case (.date(let date), .date):
             code = sqlite3_bind_double(handle, index, date.timeIntervalSinceReferenceDate)
         case (.string(let string), .string):
-            try bind(.string(string), at: index, handle)
-            return true
+            code = bytes.bindText(string, at: index, handle)
         default:
             return false
         }
@@ -339,27 +342,27 @@ extension SQLiteStore {
         return true
     }
 
-    /// Binds one value to parameter `index` of a statement (strings and blobs are
-    /// copied by SQLite: `SQLITE_TRANSIENT`).
-    private func bind(_ value: DatabaseValue.Storage, at index: Int32, _ handle: SQLiteStatement) throws {
-        let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+    /// Binds one value to parameter `index` of a statement; strings and blobs are
+    /// read from `bytes`, which keeps a copy until the row has run.
+    private func bind(_ value: DatabaseValue.Storage, at index: Int32, _ handle: SQLiteStatement, _ bytes: SQLiteBoundBytes) throws {
         let code: Int32
         switch value {
         case .null: code = sqlite3_bind_null(handle, index)
         case .int64(let int): code = sqlite3_bind_int64(handle, index, int)
         case .double(let double): code = sqlite3_bind_double(handle, index, double)
-        case .string(let string):
-            var string = string
-            code = string.withUTF8 { bytes in
-                guard let base = bytes.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, transient) }
-                return sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), transient)
-            }
-        case .blob(let data):
-            code = data.withUnsafeBytes { bytes in
-                bytes.count == 0 ? sqlite3_bind_zeroblob(handle, index, 0)
-                    : sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), transient)
-            }
+        case .string(let string): code = bytes.bindText(string, at: index, handle)
+        case .blob(let data): code = data.withUnsafeBytes { bytes.bindBlob($0, at: index, handle) }
         }
+        try checkBound(code, at: index)
+    }
+
+    /// Binds an integer to parameter `index` of a statement.
+    private func bindInt64(_ value: Int64, at index: Int32, _ handle: SQLiteStatement) throws {
+        try checkBound(sqlite3_bind_int64(handle, index, value), at: index)
+    }
+
+    @inline(__always)
+    private func checkBound(_ code: Int32, at index: Int32) throws {
         guard code == SQLITE_OK else {
             throw CoreDataError(.persistentStoreSave, "SQLite could not bind parameter \(index) of a statement of the save (code \(code))")
         }
@@ -398,17 +401,18 @@ extension SQLiteStore {
         return UpdatePlan(statement: statement, bindings: ColumnBindings(columns: columns, storages: storages))
     }
 
-    private func update(_ row: RowSnapshot, _ plan: UpdatePlan, _ db: Database) throws {
+    private func update(_ row: RowSnapshot, _ plan: UpdatePlan, _ bytes: SQLiteBoundBytes, _ db: Database) throws {
         guard let pk = row.objectID.primaryKey else { return }
         let handle = plan.statement.sqliteStatement
         sqlite3_reset(handle)
-        guard try bindColumns(row, plan.bindings, from: 1, handle) else {
+        bytes.beginRow()
+        guard try bindColumns(row, plan.bindings, from: 1, handle, bytes) else {
             throw CoreDataError(.persistentStoreSave, "Can't update \(row.objectID): its values do not match the properties of '\(row.objectID.entityName)'",
                                 entityName: row.objectID.entityName)
         }
         let bound = Int32(plan.bindings.columns.count)
-        try bind(.int64(pk), at: bound + 1, handle)
-        try bind(.int64(row.version), at: bound + 2, handle)
+        try bindInt64(pk, at: bound + 1, handle)
+        try bindInt64(row.version, at: bound + 2, handle)
         try runBound(plan.statement, db)
         if sqlite3_changes(db.sqliteConnection) != 1 { throw versionConflict(row.objectID) }
     }
@@ -449,14 +453,14 @@ extension SQLiteStore {
         let statement = version > 0 ? plan.checked : plan.unchecked
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
-        try bind(.int64(pk), at: 1, handle)
-        if version > 0 { try bind(.int64(version), at: 2, handle) }
+        try bindInt64(pk, at: 1, handle)
+        if version > 0 { try bindInt64(version, at: 2, handle) }
         try runBound(statement, db)
         if version > 0 && sqlite3_changes(db.sqliteConnection) != 1 { throw versionConflict(id) }
         // Join-table rows of the object's many-to-many relationships go with it.
         for join in plan.joinRows {
             sqlite3_reset(join.sqliteStatement)
-            try bind(.int64(pk), at: 1, join.sqliteStatement)
+            try bindInt64(pk, at: 1, join.sqliteStatement)
             try runBound(join, db)
         }
     }
@@ -521,6 +525,8 @@ extension SQLiteStore {
 /// `@unchecked Sendable`: the plans are only touched inside the store's write
 /// blocks, which its database queue runs one at a time.
 final class SQLiteSavePlans: @unchecked Sendable {
+    /// The bytes of the strings and blobs bound to the row being written.
+    let boundBytes = SQLiteBoundBytes()
     fileprivate var inserts: [ObjectIdentifier: SQLiteStore.InsertPlan] = [:]
     fileprivate var updates: [SQLiteStore.UpdateKey: SQLiteStore.UpdatePlan] = [:]
     fileprivate var deletes: [ObjectIdentifier: SQLiteStore.DeletePlan] = [:]
