@@ -152,28 +152,29 @@ extension ManagedObjectContext {
                 }
                 if object.insertedFlag {
                     // A new object that is deleted is simply forgotten at the save.
-                    insertedObjectsByID[ObjectKey(object)] = nil
+                    insertedObjectsByID.remove(object)
                     // Inserted in this event too: nobody saw it. Inserted earlier:
                     // observers are told it is gone.
-                    if eventInserted.removeValue(forKey: ObjectKey(object)) != nil { eventDeleted[ObjectKey(object)] = nil }
+                    if eventInserted.remove(object) != nil { eventDeleted.remove(object) }
                 }
             }
         }
     }
 
     func postObjectsDidChange() {
-        let inserted = Set(eventInserted.values)
-        let deleted = Set(eventDeleted.values)
-        let updated = Set(eventUpdated.values.filter { !$0.insertedFlag && !$0.deletedFlag })
-        let refreshed = Set(eventRefreshed.values)
+        // The event's sets are the notification's (no copies).
+        let inserted = eventInserted
+        let deleted = eventDeleted
+        let updated = eventUpdated.filter { !$0.insertedFlag && !$0.deletedFlag }
+        let refreshed = eventRefreshed
         // Objects inserted in an earlier event and changed in this one: not in the
         // notification's updated set (as the context's `updatedObjects`), but
         // synchronous observers need them.
         let observed = synchronousObservers.isEmpty ? nil : observedChange(inserted: inserted, deleted: deleted, refreshed: refreshed)
-        eventInserted = [:]
-        eventUpdated = [:]
-        eventDeleted = [:]
-        eventRefreshed = [:]
+        eventInserted = []
+        eventUpdated = []
+        eventDeleted = []
+        eventRefreshed = []
         for object in eventStarted { object.eventStart = nil }
         eventStarted = []
         if let observed { notifySynchronousObservers(observed) }

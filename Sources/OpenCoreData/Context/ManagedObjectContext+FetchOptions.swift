@@ -149,7 +149,7 @@ extension ManagedObjectContext {
             for index in local where index < storage.count { object.storage?[index] = storage[index] }
         }
         persistentStoreCoordinator?.updateCachedRow(row)
-        eventRefreshed[ObjectKey(object)] = object
+        eventRefreshed.insert(object)
     }
 
     // MARK: Prefetching

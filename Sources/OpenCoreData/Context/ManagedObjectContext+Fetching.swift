@@ -86,7 +86,7 @@ extension ManagedObjectContext {
     /// Whether unsaved changes of this context touch objects of `entity` (or its
     /// subentities).
     func hasPendingChanges(for entity: EntityDescription) -> Bool {
-        strong.values.contains { $0.hasChanges && $0.entity.isKindOf(entity: entity) }
+        strong.contains { $0.hasChanges && $0.entity.isKindOf(entity: entity) }
     }
 
     /// The objects a request matches. `asFaults` (default: the request's
@@ -135,11 +135,20 @@ extension ManagedObjectContext {
         // releases each row's values), and a new object takes its row's values
         // (moved out, an empty array left behind: no retain, and no release when
         // the rows go).
+        // A context with no registered object (a new one, or one just reset)
+        // cannot have any of the rows' objects: while only this loop
+        // registers objects, each under the ID of a row of its own, no row needs
+        // looking up (a hash probe into a table as large as the fetch). Anything
+        // else registering an object (an initializer or `awakeFromFetch()`
+        // fetching) shows in the count, and the lookups start again.
+        var unregisteredCount = registry.entryCount == 0 ? 0 : -1
         rows.withUnsafeMutableBufferPointer { rows in
             for index in rows.indices {
                 let row = rows.baseAddress.unsafelyUnwrapped + index
                 let object: ManagedObject
-                if let registered = registry[row.pointee.objectID] {
+                let isNew = unregisteredCount >= 0 && registry.entryCount == unregisteredCount
+                if isNew { unregisteredCount += 1 } else { unregisteredCount = -1 }
+                if !isNew, let registered = registry[row.pointee.objectID] {
                     object = registered
                     if !fetch.includesPropertyValues { objects.append(object); continue }
                     if object.isFault && !asFaults {
@@ -168,7 +177,7 @@ extension ManagedObjectContext {
         // changed ones, add inserted ones, then sort, offset and limit here.
         var seen = Set(objects.map(ObjectIdentifier.init))
         objects.removeAll { $0.deletedFlag }
-        let changed = strong.values.filter { $0.hasChanges && !$0.deletedFlag && $0.entity.isKindOf(entity: entity)
+        let changed = strong.filter { $0.hasChanges && !$0.deletedFlag && $0.entity.isKindOf(entity: entity)
             && (request.includesSubentities || $0.entity === entity) }
         for object in changed.sorted(by: { ($0.objectID.primaryKey ?? Int64.max) < ($1.objectID.primaryKey ?? Int64.max) }) {
             let matches = try request.predicate?.evaluate(with: object) ?? true

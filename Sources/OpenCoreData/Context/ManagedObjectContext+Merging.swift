@@ -47,7 +47,7 @@ extension ManagedObjectContext {
         var merged: [ManagedObject] = []
         for id in save.insertedObjectIDs where registry[id] == nil {
             let object = makeFault(id, row: nil)
-            eventInserted[ObjectKey(object)] = object
+            eventInserted.insert(object)
             merged.append(object)
         }
         for id in save.updatedObjectIDs {
@@ -55,17 +55,16 @@ extension ManagedObjectContext {
             // they fire): observers such as a fetched results controller hold them.
             guard let object = registry[id] else { continue }
             if !object.isFault { refresh(object, mergeChanges: true) } else { object.faultRow = nil }
-            eventRefreshed[ObjectKey(object)] = object
+            eventRefreshed.insert(object)
         }
         if !save.deletedObjectIDs.isEmpty {
             var gone: [ManagedObject] = []
             for id in save.deletedObjectIDs {
                 guard let object = registry[id] else { continue }
                 gone.append(object)
-                let key = ObjectKey(object)
-                eventDeleted[key] = object
-                eventUpdated[key] = nil
-                eventRefreshed[key] = nil
+                eventDeleted.insert(object)
+                eventUpdated.remove(object)
+                eventRefreshed.remove(object)
                 pendingDeletes.removeAll { $0 === object }
                 unregister(object)
                 object.deletedFlag = false

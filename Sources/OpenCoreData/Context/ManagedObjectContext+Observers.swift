@@ -56,7 +56,7 @@ extension ManagedObjectContext {
         change.inserted = Array(inserted)
         change.deleted = Array(deleted)
         var seen = Set<ObjectIdentifier>()
-        for object in eventUpdated.values where !object.deletedFlag && !inserted.contains(object) {
+        for object in eventUpdated where !object.deletedFlag && !inserted.contains(object) {
             guard seen.insert(ObjectIdentifier(object)).inserted else { continue }
             change.updated.append(object)
             if let start = object.eventStart { change.valuesBefore[ObjectIdentifier(object)] = start }

@@ -105,9 +105,9 @@ extension ManagedObjectContext {
             object.storage = row.values.map(remap)
             object.insertedFlag = true
             register(object)
-            strong[ObjectKey(object)] = object
-            insertedObjectsByID[ObjectKey(object)] = object
-            eventInserted[ObjectKey(object)] = object
+            strong.insert(object)
+            insertedObjectsByID.insert(object)
+            eventInserted.insert(object)
             registerUndo { context in context.uninsert(object) }
         }
         for row in changes.updated {

@@ -35,32 +35,16 @@ extension ManagedObjectContext {
         }
         NotificationCenter.default.post(name: ManagedObjectContext.willSaveNotification, object: self)
 
-        var changed = strong.values.filter { $0.hasChanges }
-        for object in changed { object.willSave() }
+        // One pass over the changed objects calls `willSave()` and sorts them; it
+        // is done again only if the calls changed what the context holds (each
+        // pass over many objects is paid in cache misses).
+        let versionBeforeWillSave = changeSetVersion
+        var sorting = SaveSorting(strong, callingWillSave: true)
         processPendingChanges()
-        changed = strong.values.filter { $0.hasChanges }
-
-        // One pass sorts the changed objects (every one of them has changes).
-        var inserted: [ManagedObject] = [], deleted: [ManagedObject] = [], updated: [ManagedObject] = []
-        var forgotten: [ManagedObject] = []
-        var hasRelationships = false
-        // New objects needing permanent IDs, by entity (indexes into `inserted`).
-        var temporaryByEntity: [ObjectIdentifier: [Int]] = [:]
-        for object in changed {
-            if object.insertedFlag {
-                if object.deletedFlag {
-                    forgotten.append(object)
-                } else {
-                    if object.objectID.isTemporaryID { temporaryByEntity[ObjectIdentifier(object.entity), default: []].append(inserted.count) }
-                    inserted.append(object)
-                }
-            } else if object.deletedFlag {
-                deleted.append(object)
-            } else {
-                updated.append(object)
-            }
-            if !hasRelationships && !object.entity.relationshipsByName.isEmpty { hasRelationships = true }
-        }
+        if changeSetVersion != versionBeforeWillSave { sorting = SaveSorting(strong, callingWillSave: false) }
+        let inserted = sorting.inserted, deleted = sorting.deleted, updated = sorting.updated
+        let forgotten = sorting.forgotten, hasRelationships = sorting.hasRelationships
+        let versionAfterSorting = changeSetVersion
 
         try validate(inserted: inserted, updated: updated, deleted: deleted)
 
@@ -68,10 +52,9 @@ extension ManagedObjectContext {
         // (A child context keeps temporary IDs: its parent gets them.)
         var newIDs = [ObjectID?](repeating: nil, count: inserted.count)
         if parent == nil {
-            for group in temporaryByEntity.values {
-                guard let first = group.first else { continue }
-                let ids = try coordinator.newObjectIDs(for: inserted[first].entity, count: group.count)
-                for (index, id) in zip(group, ids) { newIDs[index] = id }
+            for group in sorting.temporaryByEntity {
+                let ids = try coordinator.newObjectIDs(for: group.entity, count: group.indexes.count)
+                for (index, id) in zip(group.indexes, ids) { newIDs[index] = id }
             }
         }
         // Relationship values name objects by ID: new objects' temporary IDs become
@@ -125,6 +108,7 @@ extension ManagedObjectContext {
         advanceQueryGeneration()
 
         // The store has the changes: bring the context in step.
+        let setsUnchanged = changeSetVersion == versionAfterSorting
         for object in forgotten { unregister(object); object.insertedFlag = false; object.eventStart = nil }
         if hasRelationships {
             for object in inserted + deleted + updated {
@@ -137,30 +121,30 @@ extension ManagedObjectContext {
         var insertedIDs: [ObjectID] = []
         insertedIDs.reserveCapacity(inserted.count)
         // When the saved objects are all the change sets hold (the usual case), the
-        // sets are emptied at once: removing keys one by one from a large dictionary
-        // shifts their neighbors back, rehashing each.
-        // The counts alone are not enough: validation (user code) may have changed
-        // the sets since the save gathered its objects. Equal counts and every saved
-        // object in its sets (the saved objects are distinct) mean equal sets; a
-        // lookup costs much less than a removal.
-        func holds(_ set: [ObjectKey: ManagedObject], _ objects: [ManagedObject]) -> Bool {
-            objects.allSatisfy { set[ObjectKey($0)] != nil }
-        }
-        let emptiesSets = !retainsRegisteredObjects && strong.count == inserted.count + updated.count + deleted.count
+        // sets are emptied at once: removing keys one by one from a large set
+        // shifts their neighbors back, rehashing each. The saved objects came from
+        // `strong`, distinct, after the sets' last change: if nothing else
+        // (validation is user code) changed the sets since, equal counts mean
+        // equal sets.
+        // (Forgotten objects have just left them.)
+        let emptiesSets = !retainsRegisteredObjects && setsUnchanged
+            && strong.count == inserted.count + updated.count + deleted.count
             && insertedObjectsByID.count == inserted.count && deletedObjectsByID.count == deleted.count
-            && holds(insertedObjectsByID, inserted) && holds(deletedObjectsByID, deleted)
-            && holds(strong, inserted) && holds(strong, updated) && holds(strong, deleted)
+        // The notification's sets of inserted and deleted objects are then the
+        // context's own.
+        var insertedSet: Set<ManagedObject>?, deletedSet: Set<ManagedObject>?
         if emptiesSets {
-            strong = [:]
-            insertedObjectsByID = [:]
-            deletedObjectsByID = [:]
+            insertedSet = insertedObjectsByID
+            deletedSet = deletedObjectsByID
+            strong = []
+            insertedObjectsByID = []
+            deletedObjectsByID = []
         }
         registry.reserveCapacity(registry.count + inserted.count)
         registry.beginRekeying()
         for (object, newID) in zip(inserted, newIDs) {
-            let key = ObjectKey(object)
             object.eventStart = nil
-            if !emptiesSets { insertedObjectsByID[key] = nil }
+            if !emptiesSets { insertedObjectsByID.remove(object) }
             if let newID {
                 registry.rekey(object, to: newID)
             }
@@ -168,7 +152,7 @@ extension ManagedObjectContext {
             // The object holds its committed row; the coordinator's row cache learns
             // it only if the object turns into a fault and fires again.
             object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [], version: version)
-            if !retainsRegisteredObjects && !emptiesSets { strong[key] = nil }
+            if !retainsRegisteredObjects && !emptiesSets { strong.remove(object) }
             insertedIDs.append(object.objectID)
         }
         registry.pruneTemporaries()
@@ -176,7 +160,7 @@ extension ManagedObjectContext {
             object.eventStart = nil
             object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [],
                                                         version: (object.committedRow?.version ?? 0) + (rowWritten[position] ? version : 0))
-            if !retainsRegisteredObjects && !emptiesSets { strong[ObjectKey(object)] = nil }
+            if !retainsRegisteredObjects && !emptiesSets { strong.remove(object) }
         }
         for object in deleted {
             object.eventStart = nil
@@ -190,16 +174,19 @@ extension ManagedObjectContext {
             // The coordinator dropped the row from its cache with the save.
             if parent == nil { object.rowCacheOwner = nil }
         }
-        for object in inserted { object.didSave() }
-        for object in updated { object.didSave() }
-        for object in deleted { object.didSave() }
+        // (Objects of the base class have no `didSave()` of their own.)
+        if !sorting.allPlain {
+            for object in inserted { object.didSave() }
+            for object in updated { object.didSave() }
+            for object in deleted { object.didSave() }
+        }
 
         let summary = ContextSaveSummary(
             insertedObjectIDs: Set(insertedIDs),
             updatedObjectIDs: Set(updated.map(\.objectID)),
             deletedObjectIDs: Set(deleted.map(\.objectID)),
             contextName: name, transactionAuthor: transactionAuthor)
-        publish(summary, inserted: Set(inserted), updated: Set(updated), deleted: Set(deleted))
+        publish(summary, inserted: insertedSet ?? Set(inserted), updated: Set(updated), deleted: deletedSet ?? Set(deleted))
         notifySynchronousObservers(ObservedContextChange(kind: .didSave))
     }
 
@@ -250,7 +237,7 @@ extension ManagedObjectContext {
     /// cleared.
     public func rollback() {
         assertOnQueue()
-        let changedObjects = Array(strong.values)
+        let changedObjects = Array(strong)
         for object in changedObjects {
             if object.insertedFlag {
                 object.insertedFlag = false
@@ -261,16 +248,16 @@ extension ManagedObjectContext {
             object.deletedFlag = false
             if let committed = object.committedRow?.values { object.storage = committed }
             object.eventStart = nil
-            if !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
+            if !retainsRegisteredObjects { strong.remove(object) }
         }
         for object in eventStarted { object.eventStart = nil }
         eventStarted = []
-        insertedObjectsByID = [:]
-        deletedObjectsByID = [:]
+        insertedObjectsByID = []
+        deletedObjectsByID = []
         pendingDeletes = []
-        eventInserted = [:]
-        eventUpdated = [:]
-        eventDeleted = [:]
+        eventInserted = []
+        eventUpdated = []
+        eventDeleted = []
         undoManager?.removeAllActions()
         notifySynchronousObservers(ObservedContextChange(kind: .reloaded))
     }
@@ -287,14 +274,14 @@ extension ManagedObjectContext {
             object.deletedFlag = false
         }
         registry.removeAll()
-        strong = [:]
-        insertedObjectsByID = [:]
-        deletedObjectsByID = [:]
+        strong = []
+        insertedObjectsByID = []
+        deletedObjectsByID = []
         pendingDeletes = []
-        eventInserted = [:]
-        eventUpdated = [:]
-        eventDeleted = [:]
-        eventRefreshed = [:]
+        eventInserted = []
+        eventUpdated = []
+        eventDeleted = []
+        eventRefreshed = []
         eventStarted = []
         undoManager?.removeAllActions()
         advanceQueryGeneration()
@@ -312,7 +299,7 @@ extension ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }
-        eventRefreshed[ObjectKey(object)] = object
+        eventRefreshed.insert(object)
         // A refreshed fault reads its row anew when it fires.
         object.faultRow = nil
         if !mergeChanges || !object.hasChanges {
@@ -322,8 +309,8 @@ extension ManagedObjectContext {
             object.committed = nil
             object.eventStart = nil
             object.deletedFlag = false
-            deletedObjectsByID[ObjectKey(object)] = nil
-            if !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
+            deletedObjectsByID.remove(object)
+            if !retainsRegisteredObjects { strong.remove(object) }
             object.didTurnIntoFault()
             return
         }
@@ -345,5 +332,50 @@ extension ManagedObjectContext {
     /// Refreshes every registered object, keeping unsaved changes.
     public func refreshAllObjects() {
         for object in registry.objects { refresh(object, mergeChanges: true) }
+    }
+}
+
+/// A save's changed objects, sorted by what the save does with them.
+struct SaveSorting {
+    var inserted: [ManagedObject] = []
+    var updated: [ManagedObject] = []
+    var deleted: [ManagedObject] = []
+    /// Inserted and deleted before the save: never stored, just dropped.
+    var forgotten: [ManagedObject] = []
+    /// Whether any of the objects' entities has relationships.
+    var hasRelationships = false
+    /// Whether every object is of the base class (no lifecycle hook of its own).
+    var allPlain = true
+    /// New objects needing permanent IDs, by entity (indexes into `inserted`).
+    var temporaryByEntity: [(entity: EntityDescription, indexes: [Int])] = []
+
+    /// Sorts the objects of `strong` that have changes, calling `willSave()` on
+    /// each first when `callingWillSave`.
+    init(_ strong: Set<ManagedObject>, callingWillSave: Bool) {
+        inserted.reserveCapacity(strong.count)
+        var lastGroup = -1
+        for object in strong where object.hasChanges {
+            if callingWillSave { object.willSave() }
+            if object.insertedFlag {
+                if object.deletedFlag {
+                    forgotten.append(object)
+                } else {
+                    if object.objectID.isTemporaryID {
+                        if lastGroup < 0 || temporaryByEntity[lastGroup].entity !== object.entity {
+                            lastGroup = temporaryByEntity.firstIndex { $0.entity === object.entity }
+                                ?? { temporaryByEntity.append((object.entity, [])); return temporaryByEntity.count - 1 }()
+                        }
+                        temporaryByEntity[lastGroup].indexes.append(inserted.count)
+                    }
+                    inserted.append(object)
+                }
+            } else if object.deletedFlag {
+                deleted.append(object)
+            } else {
+                updated.append(object)
+            }
+            if !hasRelationships && !object.entity.relationshipsByName.isEmpty { hasRelationships = true }
+            if allPlain && type(of: object) != ManagedObject.self { allPlain = false }
+        }
     }
 }

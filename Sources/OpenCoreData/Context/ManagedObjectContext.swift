@@ -100,9 +100,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
-                for object in registry.objects { strong[ObjectKey(object)] = object }
+                for object in registry.objects { strong.insert(object) }
             } else {
-                strong = strong.filter { $0.value.hasChanges }
+                strong = strong.filter { $0.hasChanges }
             }
         }
     }
@@ -114,16 +114,27 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Every registered object, weakly (see ObjectRegistry.swift).
     let registry = ObjectRegistry()
     /// Objects held strongly: changed ones, or all with `retainsRegisteredObjects`.
-    @exclusivity(unchecked) var strong: [ObjectKey: ManagedObject] = [:]
-    @exclusivity(unchecked) var insertedObjectsByID: [ObjectKey: ManagedObject] = [:]
-    @exclusivity(unchecked) var deletedObjectsByID: [ObjectKey: ManagedObject] = [:]
+    ///
+    /// The change sets are sets of objects, hashed by identity (see
+    /// ``ManagedObject/_rawHashValue(seed:)``): the notifications' sets of objects
+    /// are these sets themselves, not copies built object by object (a pass over
+    /// every changed object, each one retained and later released).
+    @exclusivity(unchecked) var strong: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
+    /// New objects (inserted and not saved), and deleted ones.
+    @exclusivity(unchecked) var insertedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
+    @exclusivity(unchecked) var deletedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
+    /// Counts the accesses that may have changed `strong`, `insertedObjectsByID` or
+    /// `deletedObjectsByID` (a save knows from it that user code it called left
+    /// them alone). The observers do not read the old value, so the sets are still
+    /// changed in place.
+    @exclusivity(unchecked) var changeSetVersion = 0
     /// Deleted since the last `processPendingChanges`: their delete rules are pending.
     @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []
     /// Changes since the last objects-did-change notification.
-    @exclusivity(unchecked) var eventInserted: [ObjectKey: ManagedObject] = [:]
-    @exclusivity(unchecked) var eventUpdated: [ObjectKey: ManagedObject] = [:]
-    @exclusivity(unchecked) var eventDeleted: [ObjectKey: ManagedObject] = [:]
-    @exclusivity(unchecked) var eventRefreshed: [ObjectKey: ManagedObject] = [:]
+    @exclusivity(unchecked) var eventInserted: Set<ManagedObject> = []
+    @exclusivity(unchecked) var eventUpdated: Set<ManagedObject> = []
+    @exclusivity(unchecked) var eventDeleted: Set<ManagedObject> = []
+    @exclusivity(unchecked) var eventRefreshed: Set<ManagedObject> = []
     @exclusivity(unchecked) var isProcessingChanges = false
     @exclusivity(unchecked) var isUndoingOrRedoing = false
     /// The objects whose `eventStart` the current event set: the event's end clears
@@ -204,16 +215,15 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     func register(_ object: ManagedObject) {
         registry.register(object)
         object.managedObjectContext = self
-        if retainsRegisteredObjects { strong[ObjectKey(object)] = object }
+        if retainsRegisteredObjects { strong.insert(object) }
     }
 
     func unregister(_ object: ManagedObject) {
         registry.unregister(object)
-        let key = ObjectKey(object)
-        strong[key] = nil
+        strong.remove(object)
         // The change sets hold exactly the objects with the flag set.
-        if object.insertedFlag { insertedObjectsByID[key] = nil }
-        if object.deletedFlag { deletedObjectsByID[key] = nil }
+        if object.insertedFlag { insertedObjectsByID.remove(object) }
+        if object.deletedFlag { deletedObjectsByID.remove(object) }
         if object.managedObjectContext === self { object.managedObjectContext = nil }
     }
 
@@ -334,9 +344,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         eventStarted.append(object)
         object.insertedFlag = true
         register(object)
-        strong[ObjectKey(object)] = object
-        insertedObjectsByID[ObjectKey(object)] = object
-        eventInserted[ObjectKey(object)] = object
+        strong.insert(object)
+        insertedObjectsByID.insert(object)
+        eventInserted.insert(object)
         if isRegisteringUndo { registerUndo { context in context.uninsert(object) } }
         object.awakeFromInsert()
     }
@@ -366,9 +376,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
             }
         }
         object.insertedFlag = false
-        insertedObjectsByID[ObjectKey(object)] = nil
+        insertedObjectsByID.remove(object)
         // Inserted in an earlier event: observers saw it arrive, now it leaves.
-        if eventInserted.removeValue(forKey: ObjectKey(object)) == nil { eventDeleted[ObjectKey(object)] = object }
+        if eventInserted.remove(object) == nil { eventDeleted.insert(object) }
         unregister(object)
         registerUndo { context in
             object.managedObjectContext = nil
@@ -384,9 +394,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         guard object.managedObjectContext === self, !object.deletedFlag else { return }
         fireFault(object)
         object.deletedFlag = true
-        strong[ObjectKey(object)] = object
-        deletedObjectsByID[ObjectKey(object)] = object
-        eventDeleted[ObjectKey(object)] = object
+        strong.insert(object)
+        deletedObjectsByID.insert(object)
+        eventDeleted.insert(object)
         pendingDeletes.append(object)
         if isRegisteringUndo { registerUndo { context in context.undelete(object) } }
     }
@@ -394,17 +404,17 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     func undelete(_ object: ManagedObject) {
         guard object.deletedFlag else { return }
         object.deletedFlag = false
-        deletedObjectsByID[ObjectKey(object)] = nil
+        deletedObjectsByID.remove(object)
         // Deleted in an earlier event: observers saw it leave, now it is back.
-        if eventDeleted.removeValue(forKey: ObjectKey(object)) == nil {
-            eventInserted[ObjectKey(object)] = object
+        if eventDeleted.remove(object) == nil {
+            eventInserted.insert(object)
         } else if object.eventStart != nil {
             // Deleted and changed in this event (changes to a deleted object are not
             // recorded as updates then): back, it is an updated object.
-            eventUpdated[ObjectKey(object)] = object
+            eventUpdated.insert(object)
         }
         pendingDeletes.removeAll { $0 === object }
-        if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
+        if !object.hasChanges && !retainsRegisteredObjects { strong.remove(object) }
         registerUndo { context in context.delete(object) }
     }
 
@@ -412,18 +422,18 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// Objects inserted and not yet saved.
     public var insertedObjects: Set<ManagedObject> {
-        Set(insertedObjectsByID.values.filter { !$0.deletedFlag })
+        insertedObjectsByID.filter { !$0.deletedFlag }
     }
     /// Objects with unsaved changes to their properties.
-    public var updatedObjects: Set<ManagedObject> { Set(strong.values.filter { $0.isUpdated }) }
+    public var updatedObjects: Set<ManagedObject> { strong.filter { $0.isUpdated } }
     /// Objects that will be deleted at the next save.
     public var deletedObjects: Set<ManagedObject> {
-        Set(deletedObjectsByID.values.filter { !$0.insertedFlag })
+        deletedObjectsByID.filter { !$0.insertedFlag }
     }
     /// Whether the context has unsaved changes.
     public var hasChanges: Bool {
-        insertedObjectsByID.values.contains { !$0.deletedFlag } || deletedObjectsByID.values.contains { !$0.insertedFlag }
-            || strong.values.contains { $0.isUpdated }
+        insertedObjectsByID.contains { !$0.deletedFlag } || deletedObjectsByID.contains { !$0.insertedFlag }
+            || strong.contains { $0.isUpdated }
     }
 
     /// Called before a property of `object` changes: tracks it as updated.
@@ -438,8 +448,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // Inserted and deleted objects are held in `strong` from `insert` / `delete`
         // until they are saved, rolled back or reset (which clear the flags): no
         // dictionary write for each of their changes.
-        if !object.insertedFlag && !object.deletedFlag { strong[ObjectKey(object)] = object }
-        if firstInEvent && !object.deletedFlag { eventUpdated[ObjectKey(object)] = object }
+        if !object.insertedFlag && !object.deletedFlag { strong.insert(object) }
+        if firstInEvent && !object.deletedFlag { eventUpdated.insert(object) }
     }
 
     // MARK: Undo

@@ -9,7 +9,7 @@
 /// other hasher with the same identity.
 ///
 /// ```swift
-/// strong[ObjectKey(object)] = object
+/// strong.insert(object)
 /// ```
 struct ObjectKey: Hashable, Sendable {
     let identifier: ObjectIdentifier

@@ -140,6 +140,9 @@ extension ManagedObjectContext {
         /// registers many objects).
         var count: Int { entries.count }
         var capacity: Int { entries.capacity }
+        /// Entries by any ID, valid or not: it grows by one with each object
+        /// registered under an ID not there yet.
+        var entryCount: Int { entries.count + temporaries.count }
         func reserveCapacity(_ capacity: Int) { entries.reserveCapacity(capacity) }
 
         /// The slot `object` holds in this registry, or a new one (any slot it

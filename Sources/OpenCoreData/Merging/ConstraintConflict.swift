@@ -80,7 +80,7 @@ extension ManagedObjectContext {
         if let model = persistentStoreCoordinator?.managedObjectModel, !model.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) {
             return []
         }
-        let candidates = strong.values.filter { constrained($0.entity) && ($0.insertedFlag || $0.isUpdated) && !$0.deletedFlag }
+        let candidates = strong.filter { constrained($0.entity) && ($0.insertedFlag || $0.isUpdated) && !$0.deletedFlag }
         guard !candidates.isEmpty else { return [] }
         var conflicts: [ConstraintConflict] = []
         var firstByKey: [String: ManagedObject] = [:]

@@ -207,7 +207,7 @@ extension ManagedObjectContext {
     func optimisticLockingConflicts() throws -> [MergeConflict] {
         guard let coordinator = persistentStoreCoordinator else { return [] }
         var conflicts: [MergeConflict] = []
-        for object in strong.values where object.hasChanges && !object.insertedFlag {
+        for object in strong where object.hasChanges && !object.insertedFlag {
             guard let committed = object.committed, let store = coordinator.store(for: object.objectID) else { continue }
             guard object.deletedFlag || object.hasPersistentChangedValues else { continue }
             var row = try store.row(for: object.objectID)
@@ -238,7 +238,7 @@ extension ManagedObjectContext {
         if object.deletedFlag {
             if type == .rollback {
                 object.deletedFlag = false
-                deletedObjectsByID[ObjectKey(object)] = nil
+                deletedObjectsByID.remove(object)
                 object.storage = persisted.values
             }
             object.committed = persisted
@@ -262,6 +262,6 @@ extension ManagedObjectContext {
         }
         object.storage = merged
         object.committed = persisted
-        if !object.hasChanges && !retainsRegisteredObjects { strong[ObjectKey(object)] = nil }
+        if !object.hasChanges && !retainsRegisteredObjects { strong.remove(object) }
     }
 }

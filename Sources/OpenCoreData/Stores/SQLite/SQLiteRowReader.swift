@@ -183,32 +183,35 @@ final class SQLiteRowReader {
               let entity = lastEntity else { return nil }
         let version = columns.key(2) ?? 1
         let slots = lastSlots
+        // (Appended to a reserved array: `Array(unsafeUninitializedCapacity:)`
+        // allocates through an unspecialized path, twice as long.)
         var values: [SnapshotValue] = []
         values.reserveCapacity(slots.count)
-        for slot in slots {
-            switch slot {
-            case .constant(let constant):
-                values.append(constant.value)
-            case .plainAttribute(let column, let type):
-                values.append(.attribute(columns.attributeValue(column, as: type)))
-            case .attribute(let column, let attribute):
-                values.append(.attribute(try store.decode(columns.databaseValue(column), for: attribute.takeUnretainedValue(),
-                                                          entity: entity.takeUnretainedValue())))
-            case .toOne(let keyColumn, let entityColumn, let declared):
-                guard let key = columns.integer(keyColumn) else {
-                    values.append(.toOne(nil))
-                    continue
-                }
-                if let entityColumn, let number = columns.integer(entityColumn),
-                   let destination = self.entity(forNumber: Int(truncatingIfNeeded: number)) {
-                    values.append(.toOne(ObjectID(entity: destination, store: storeName, primaryKey: key)))
-                } else {
-                    values.append(.toOne(ObjectID(pinnedEntity: declared, store: storeName, primaryKey: key)))
-                }
-            }
-        }
+        for slot in slots { values.append(try value(of: slot, from: columns, entity: entity)) }
         return RowSnapshot(objectID: ObjectID(pinnedEntity: entity, store: storeName, primaryKey: pk),
                            version: version, values: values)
+    }
+
+    /// The value of one property of the row `columns` stand on.
+    @inline(__always)
+    private func value<Columns: ColumnSource>(of slot: Slot, from columns: Columns,
+                                              entity: Unmanaged<EntityDescription>) throws -> SnapshotValue {
+        switch slot {
+        case .constant(let constant):
+            return constant.value
+        case .plainAttribute(let column, let type):
+            return .attribute(columns.attributeValue(column, as: type))
+        case .attribute(let column, let attribute):
+            return .attribute(try store.decode(columns.databaseValue(column), for: attribute.takeUnretainedValue(),
+                                               entity: entity.takeUnretainedValue()))
+        case .toOne(let keyColumn, let entityColumn, let declared):
+            guard let key = columns.integer(keyColumn) else { return .toOne(nil) }
+            if let entityColumn, let number = columns.integer(entityColumn),
+               let destination = self.entity(forNumber: Int(truncatingIfNeeded: number)) {
+                return .toOne(ObjectID(entity: destination, store: storeName, primaryKey: key))
+            }
+            return .toOne(ObjectID(pinnedEntity: declared, store: storeName, primaryKey: key))
+        }
     }
 }
 
