@@ -46,7 +46,21 @@ extension ManagedObjectContext {
         let forgotten = sorting.forgotten, hasRelationships = sorting.hasRelationships
         let versionAfterSorting = changeSetVersion
 
-        try validate(inserted: inserted, updated: updated, deleted: deleted)
+        // Without relationships to re-key, a new object's row is its values as they
+        // are: each is taken as the object is validated (one pass over the objects
+        // less), under its temporary ID, replaced below. Validation is user code:
+        // if it changed any object or the sets, the rows are taken again.
+        let takesRowsEarly = !hasRelationships && !hasChildren.load(ordering: .relaxed)
+        var earlyRows: [RowSnapshot] = []
+        if takesRowsEarly {
+            earlyRows.reserveCapacity(inserted.count)
+            try validate(inserted: inserted, updated: updated, deleted: deleted) { object in
+                earlyRows.append(RowSnapshot(objectID: object.objectID, version: 1, values: stored(object.storage ?? [], of: object.entity)))
+            }
+        } else {
+            try validate(inserted: inserted, updated: updated, deleted: deleted)
+        }
+        let earlyRowsHold = takesRowsEarly && eventStarted.isEmpty && changeSetVersion == versionAfterSorting
 
         // Permanent IDs for new objects, per entity, aligned with `inserted`.
         // (A child context keeps temporary IDs: its parent gets them.)
@@ -80,10 +94,17 @@ extension ManagedObjectContext {
         var changes = SaveChanges()
         changes.transactionAuthor = transactionAuthor
         changes.contextName = name
-        changes.inserted.reserveCapacity(inserted.count)
-        for (object, newID) in zip(inserted, newIDs) {
-            changes.inserted.append(RowSnapshot(objectID: newID ?? object.objectID, version: 1,
-                                                values: stored(remapped(object.storage ?? []), of: object.entity)))
+        if earlyRowsHold {
+            swap(&changes.inserted, &earlyRows)
+            changes.inserted.withUnsafeMutableBufferPointer { rows in
+                for (index, newID) in newIDs.enumerated() { if let newID { rows[index].objectID = newID } }
+            }
+        } else {
+            changes.inserted.reserveCapacity(inserted.count)
+            for (object, newID) in zip(inserted, newIDs) {
+                changes.inserted.append(RowSnapshot(objectID: newID ?? object.objectID, version: 1,
+                                                    values: stored(remapped(object.storage ?? []), of: object.entity)))
+            }
         }
         // Objects whose only changes are transient write no row: their version stays.
         var rowWritten = [Bool](repeating: false, count: updated.count)
@@ -192,6 +213,7 @@ extension ManagedObjectContext {
 
     /// Transient properties are not stored: their slots are saved as nil.
     private func stored(_ values: [SnapshotValue], of entity: EntityDescription) -> [SnapshotValue] {
+        if entity.frozenHasTransients == false { return values }
         var values = values
         for (index, property) in entity.allProperties.enumerated() where index < values.count && property.isTransient {
             values[index] = .attribute(.null)

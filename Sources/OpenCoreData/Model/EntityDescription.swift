@@ -187,6 +187,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         frozenInitialValues = ManagedObjectContext.computeInitialValues(for: self)
         frozenPlainAttributes = allProperties.map(PlainAttribute.init)
         frozenHasToMany = allProperties.contains { ($0 as? RelationshipDescription)?.isToMany == true }
+        frozenHasTransients = allProperties.contains { $0.isTransient }
         let types = UnsafeMutableBufferPointer<AttributeType?>.allocate(capacity: allProperties.count)
         _ = types.initialize(from: allProperties.map { ($0 as? AttributeDescription)?.attributeType })
         frozenAttributeTypes?.deallocate()
@@ -257,6 +258,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// Whether a frozen entity has to-many relationships (nil before it is frozen):
     /// loading a row of one that has none has no to-many slot to turn into a fault.
     @exclusivity(unchecked) private(set) var frozenHasToMany: Bool?
+    /// Whether a frozen entity has transient properties (nil before it is frozen):
+    /// a saved row of one that has none is its object's values as they are.
+    @exclusivity(unchecked) private(set) var frozenHasTransients: Bool?
     /// For each of `allProperties` of a frozen entity: its attribute type, nil for
     /// a relationship or a fetched property. Plain memory, owned by the entity:
     /// reading it retains nothing, where reading `allProperties[index]` and casting

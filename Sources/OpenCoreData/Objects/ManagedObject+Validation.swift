@@ -157,7 +157,11 @@ extension ManagedObject {
 
 extension ManagedObjectContext {
     /// Validates the objects of a save; throws one error, or 1560 gathering all.
-    func validate(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) throws {
+    ///
+    /// `afterInsertValidated` is called with each inserted object right after its
+    /// own validation (a save takes its row then, while the object is at hand).
+    func validate(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject],
+                  afterInsertValidated: (ManagedObject) -> Void = { _ in }) throws {
         var errors: [CoreDataError] = []
         func run(_ body: () throws -> Void) {
             do { try body() } catch let error as CoreDataError {
@@ -166,7 +170,10 @@ extension ManagedObjectContext {
                 errors.append(CoreDataError(.managedObjectValidation, "\(error)"))
             }
         }
-        for object in inserted { run { try object.validateForInsert() } }
+        for object in inserted {
+            run { try object.validateForInsert() }
+            afterInsertValidated(object)
+        }
         for object in updated { run { try object.validateForUpdate() } }
         for object in deleted { run { try object.validateForDelete() } }
         if errors.count == 1 { throw errors[0] }

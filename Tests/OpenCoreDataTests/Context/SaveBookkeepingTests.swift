@@ -118,6 +118,26 @@ struct SaveBookkeepingTests {
         #expect(!context.hasChanges)
     }
 
+    @Test("Validation changing new objects validated before: their rows have the new values", arguments: allStoreTypes)
+    func validationChangesValidatedObjects(storeType: PersistentStoreType) throws {
+        defer { HookedNote.resetHooks() }
+        let (coordinator, context) = try Self.stack(storeType)
+        let notes = (0..<6).map { Self.note("n\($0)", in: context) }
+        nonisolated(unsafe) var validated: [HookedNote] = []
+        HookedNote.onValidateForInsert = { note in
+            // Each validation renames every note validated before it.
+            for earlier in validated { earlier.setValue("renamed", forKey: "title") }
+            validated.append(note)
+        }
+        try context.save()
+        HookedNote.resetHooks()
+        let last = try #require(validated.last)
+        #expect(validated.count == notes.count)
+        let expected = notes.map { $0 === last ? ($0.value(forKey: "title") as? String ?? "") : "renamed" }.sorted()
+        #expect(try Self.storedTitles(coordinator) == expected)
+        #expect(Set(try Self.storedTitles(coordinator)).count == 2)
+    }
+
     @Test("Validation swapping one deletion for another, the counts unchanged: the new deletion stays pending", arguments: allStoreTypes)
     func validationSwapsDeletions(storeType: PersistentStoreType) throws {
         defer { HookedNote.resetHooks() }
