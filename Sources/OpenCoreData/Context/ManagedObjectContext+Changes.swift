@@ -78,7 +78,7 @@ extension ManagedObjectContext {
             committed.values[index] = .toMany(ids)
             object.committed = committed
         }
-        if object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
+        if object.eventNumber == eventNumber, object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
     }
 
     /// Makes `destination`'s inverse of `relationship` include `source`.
@@ -175,8 +175,7 @@ extension ManagedObjectContext {
         eventUpdated = []
         eventDeleted = []
         eventRefreshed = []
-        for object in eventStarted { object.eventStart = nil }
-        eventStarted = []
+        endEvent()
         if let observed { notifySynchronousObservers(observed) }
         guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !refreshed.isEmpty else { return }
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: UserInfoTemplate.objectsDidChange.userInfo(

@@ -93,7 +93,7 @@ extension ManagedObjectContext {
         for object in registry.objects {
             if var storage = object.storage { scrub(&storage); object.storage = storage }
             if var committed = object.committed { scrub(&committed.values); object.committed = committed }
-            if var start = object.eventStart { scrub(&start); object.eventStart = start }
+            if var start = eventStart(of: object) { scrub(&start); object.eventStart = start }
         }
     }
 

@@ -59,7 +59,7 @@ extension ManagedObjectContext {
         for object in eventUpdated where !object.deletedFlag && !inserted.contains(object) {
             guard seen.insert(ObjectIdentifier(object)).inserted else { continue }
             change.updated.append(object)
-            if let start = object.eventStart { change.valuesBefore[ObjectIdentifier(object)] = start }
+            if let start = eventStart(of: object) { change.valuesBefore[ObjectIdentifier(object)] = start }
         }
         for object in refreshed where !inserted.contains(object) && !deleted.contains(object) {
             guard seen.insert(ObjectIdentifier(object)).inserted else { continue }

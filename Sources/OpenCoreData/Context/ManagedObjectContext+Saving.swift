@@ -60,7 +60,9 @@ extension ManagedObjectContext {
         } else {
             try validate(inserted: inserted, updated: updated, deleted: deleted)
         }
-        let earlyRowsHold = takesRowsEarly && eventStarted.isEmpty && changeSetVersion == versionAfterSorting
+        // (A change to an object records it in the event's sets.)
+        let earlyRowsHold = takesRowsEarly && eventInserted.isEmpty && eventUpdated.isEmpty && eventDeleted.isEmpty
+            && changeSetVersion == versionAfterSorting
 
         // Permanent IDs for new objects, per entity, aligned with `inserted`.
         // (A child context keeps temporary IDs: its parent gets them.)
@@ -272,8 +274,7 @@ extension ManagedObjectContext {
             object.eventStart = nil
             if !retainsRegisteredObjects { strong.remove(object) }
         }
-        for object in eventStarted { object.eventStart = nil }
-        eventStarted = []
+        endEvent()
         insertedObjectsByID = []
         deletedObjectsByID = []
         pendingDeletes = []
@@ -304,7 +305,7 @@ extension ManagedObjectContext {
         eventUpdated = []
         eventDeleted = []
         eventRefreshed = []
-        eventStarted = []
+        endEvent()
         undoManager?.removeAllActions()
         advanceQueryGeneration()
         NotificationCenter.default.post(name: ManagedObjectContext.objectsDidChangeNotification, object: self, userInfo: [

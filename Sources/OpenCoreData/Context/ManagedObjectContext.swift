@@ -137,9 +137,30 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     @exclusivity(unchecked) var eventRefreshed: Set<ManagedObject> = []
     @exclusivity(unchecked) var isProcessingChanges = false
     @exclusivity(unchecked) var isUndoingOrRedoing = false
-    /// The objects whose `eventStart` the current event set: the event's end clears
-    /// them (not every object the context holds).
-    @exclusivity(unchecked) var eventStarted: [ManagedObject] = []
+    /// The number of the current event (since the last `processPendingChanges`).
+    /// An object's `eventStart` is the current event's when the object carries
+    /// this number: the event ends by taking a new number, without a pass over
+    /// the objects it changed (each one a cache miss in a large import) to clear
+    /// them. Numbers come from one process-wide counter, so an object that moves
+    /// to another context cannot carry that context's number by chance.
+    @exclusivity(unchecked) var eventNumber = ManagedObjectContext.newEventNumber()
+
+    private static let eventNumbers = Atomic<Int>(0)
+
+    static func newEventNumber() -> Int {
+        eventNumbers.add(1, ordering: .relaxed).newValue
+    }
+
+    /// Ends the current event: every object's `eventStart` becomes stale.
+    func endEvent() {
+        eventNumber = ManagedObjectContext.newEventNumber()
+    }
+
+    /// The values `object` had when the current event first changed it; nil if
+    /// the event has not changed it.
+    func eventStart(of object: ManagedObject) -> [SnapshotValue]? {
+        object.eventNumber == eventNumber ? object.eventStart : nil
+    }
     /// The coordinator's row generation when the last fetch began (see `makeFault`).
     @exclusivity(unchecked) var rowGenerationAtFetch = -1
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
@@ -341,7 +362,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         } else {
             object.eventStart = object.storage
         }
-        eventStarted.append(object)
+        object.eventNumber = eventNumber
         object.insertedFlag = true
         register(object)
         strong.insert(object)
@@ -408,7 +429,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // Deleted in an earlier event: observers saw it leave, now it is back.
         if eventDeleted.remove(object) == nil {
             eventInserted.insert(object)
-        } else if object.eventStart != nil {
+        } else if eventStart(of: object) != nil {
             // Deleted and changed in this event (changes to a deleted object are not
             // recorded as updates then): back, it is an updated object.
             eventUpdated.insert(object)
@@ -438,12 +459,12 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// Called before a property of `object` changes: tracks it as updated.
     func willChange(_ object: ManagedObject) {
-        // The event's first change to the object records it in the event; the
-        // event's end clears `eventStart` of every object it recorded.
-        let firstInEvent = object.eventStart == nil
+        // The event's first change to the object records it in the event (see
+        // `eventNumber`).
+        let firstInEvent = object.eventNumber != eventNumber
         if firstInEvent {
             object.eventStart = object.storage
-            eventStarted.append(object)
+            object.eventNumber = eventNumber
         }
         // Inserted and deleted objects are held in `strong` from `insert` / `delete`
         // until they are saved, rolled back or reset (which clear the flags): no

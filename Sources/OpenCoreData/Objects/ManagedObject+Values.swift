@@ -124,7 +124,7 @@ extension ManagedObject {
 
     /// The properties changed since the last ``ManagedObjectContext/processPendingChanges()``.
     public func changedValuesForCurrentEvent() -> [String: Any] {
-        guard let start = eventStart, let storage else { return [:] }
+        guard let start = managedObjectContext?.eventStart(of: self), let storage else { return [:] }
         var result: [String: Any] = [:]
         for index in storage.indices where index < start.count && !ManagedObject.same(storage[index], start[index]) {
             let name = entity.allProperties[index].name

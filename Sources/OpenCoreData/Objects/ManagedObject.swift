@@ -129,6 +129,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
     /// The values when the current event began, for `changedValuesForCurrentEvent()`.
     @exclusivity(unchecked) var eventStart: [SnapshotValue]?
+    /// The number of the context event `eventStart` is from (see
+    /// `ManagedObjectContext.eventNumber`); 0 for none.
+    @exclusivity(unchecked) var eventNumber = 0
     @exclusivity(unchecked) var insertedFlag = false
     @exclusivity(unchecked) var deletedFlag = false
     /// A fault's row as fetched, and the coordinator's row generation when the

@@ -353,6 +353,19 @@ struct ManagedObjectContextTests {
         #expect(mood.changedValuesForCurrentEvent().isEmpty)
         #expect(mood.changedValues()["rating"] as? Int == 2)
         #expect(stack.context.updatedObjects == [mood])
+        // The next event records the object's first change in it again.
+        nonisolated(unsafe) var updatedInEvent: [Int] = []
+        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification,
+                                                           object: stack.context, queue: nil) { note in
+            updatedInEvent.append((note.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects] as? Set<ManagedObject>)?.count ?? 0)
+        }
+        mood.setValue(3, forKey: "rating")
+        #expect(mood.changedValuesForCurrentEvent()["rating"] as? Int == 3)
+        stack.context.processPendingChanges()
+        #expect(mood.changedValuesForCurrentEvent().isEmpty)
+        stack.context.processPendingChanges()
+        NotificationCenter.default.removeObserver(token)
+        #expect(updatedInEvent == [1])
         mood.setValue(1, forKey: "rating")
         #expect(!mood.isUpdated)
         mood.setValue("x", forKey: "scratch")
