@@ -114,12 +114,12 @@ extension ManagedObjectContext {
             let changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
             guard !changedIndexes.isEmpty else { continue }
             rowWritten[position] = true
-            changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedRow?.version ?? 0,
+            changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedVersion ?? 0,
                                                values: stored(remapped(object.storage ?? []), of: object.entity)))
             changes.changedProperties[object.objectID] = changedIndexes
         }
         for object in deleted {
-            changes.deleted.append((object.objectID, object.committedRow?.version ?? 0))
+            changes.deleted.append((object.objectID, object.committedVersion ?? 0))
         }
 
         if let parent {
@@ -174,15 +174,14 @@ extension ManagedObjectContext {
             object.insertedFlag = false
             // The object holds its committed row; the coordinator's row cache learns
             // it only if the object turns into a fault and fires again.
-            object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [], version: version)
+            object.commitCurrentValues(version: version)
             if !retainsRegisteredObjects && !emptiesSets { strong.remove(object) }
             insertedIDs.append(object.objectID)
         }
         registry.pruneTemporaries()
         for (position, object) in updated.enumerated() {
             object.eventStart = nil
-            object.committedRow = ManagedObject.KeptRow(values: object.storage ?? [],
-                                                        version: (object.committedRow?.version ?? 0) + (rowWritten[position] ? version : 0))
+            object.commitCurrentValues(version: (object.committedVersion ?? 0) + (rowWritten[position] ? version : 0))
             if !retainsRegisteredObjects && !emptiesSets { strong.remove(object) }
         }
         for object in deleted {

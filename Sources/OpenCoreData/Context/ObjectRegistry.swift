@@ -218,7 +218,16 @@ extension ManagedObjectContext {
         /// found under the new ID, no longer under the old one.
         func rekey(_ object: ManagedObject, to newID: ObjectID) {
             let oldID = object.objectID
-            let found = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
+            let found: UInt32?
+            if oldID.isTemporaryID, let reference = object.registrySlot, reference.page.deaths === deaths,
+               reference.slot.pointee.holds(object) {
+                // A registered object with a temporary ID is in `temporaries` under it,
+                // in the slot it holds (its ID never changes while temporary): no
+                // lookup in a table as large as the save.
+                found = reference.number
+            } else {
+                found = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
+            }
             if oldID.isTemporaryID && found != nil { rekeyedTemporaries += 1 }
             // A permanent entry must not outlive its ID while its slot lives (the
             // sweep keeps entries by slot alone): it goes now.

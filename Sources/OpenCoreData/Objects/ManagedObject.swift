@@ -98,6 +98,18 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         committedIsStorage = true
     }
 
+    /// The committed row's version, read without forming the row.
+    var committedVersion: Int64? { keptRow?.version }
+
+    /// Makes the current values the committed row as well, at `version` (a saved
+    /// object): one array for both until the next write, as after ``loadRow(_:version:)``.
+    /// The values array is not touched — in a large save it is long out of the
+    /// cache, and a second reference would retain it.
+    func commitCurrentValues(version: Int64) {
+        keptRow = KeptRow(values: [], version: version)
+        committedIsStorage = true
+    }
+
     /// Writes the value at `index` (for the hot setters: `storage`'s `_modify` is a
     /// coroutine the optimizer does not inline, whose frame is allocated).
     @inline(__always)
