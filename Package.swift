@@ -32,11 +32,14 @@ let package = Package(
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]
         ),
+        // Processor hints Swift has no spelling for (cache prefetching), as inline C.
+        .target(name: "OpenCoreDataCSupport"),
         .target(
             name: "OpenCoreData",
             dependencies: [
                 "OpenCoreDataPredicates",
                 "OpenCoreDataMacros",
+                "OpenCoreDataCSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -165,18 +165,22 @@ extension ManagedObjectContext {
         }
         registry.reserveCapacity(registry.count + inserted.count)
         registry.beginRekeying()
-        for (object, newID) in zip(inserted, newIDs) {
-            object.eventStart = nil
-            if !emptiesSets { insertedObjectsByID.remove(object) }
-            if let newID {
-                registry.rekey(object, to: newID)
+        inserted.withUnsafeBufferPointer { objects in
+            for index in objects.indices {
+                Prefetching.object(of: objects, at: index + Prefetching.distance)
+                let object = objects[index]
+                object.eventStart = nil
+                if !emptiesSets { insertedObjectsByID.remove(object) }
+                if let newID = newIDs[index] {
+                    registry.rekey(object, to: newID)
+                }
+                object.insertedFlag = false
+                // The object holds its committed row; the coordinator's row cache
+                // learns it only if the object turns into a fault and fires again.
+                object.commitCurrentValues(version: version)
+                if !retainsRegisteredObjects && !emptiesSets { strong.remove(object) }
+                insertedIDs.append(object.objectID)
             }
-            object.insertedFlag = false
-            // The object holds its committed row; the coordinator's row cache learns
-            // it only if the object turns into a fault and fires again.
-            object.commitCurrentValues(version: version)
-            if !retainsRegisteredObjects && !emptiesSets { strong.remove(object) }
-            insertedIDs.append(object.objectID)
         }
         registry.pruneTemporaries()
         for (position, object) in updated.enumerated() {

@@ -100,6 +100,13 @@ extension ManagedObjectContext {
         /// New objects' slot numbers by temporary ID: a save re-keys them all, and
         /// then this table is emptied at once (see `pruneTemporaries`).
         @exclusivity(unchecked) private var temporaries: [ObjectID: UInt32] = [:]
+        /// Slots of objects registered under temporary IDs and not yet entered in
+        /// `temporaries`: new objects are looked up by temporary ID rarely (most
+        /// are saved, and re-keyed through the slot they hold), so an import of
+        /// many new objects appends their slots here instead of hashing each into
+        /// a table as large as the import. The first lookup by temporary ID
+        /// enters them (see `enterPendingTemporaries`).
+        @exclusivity(unchecked) private var pendingTemporaries: [UInt32] = []
         /// Temporary entries re-keyed since the last prune.
         @exclusivity(unchecked) private var rekeyedTemporaries = 0
         @exclusivity(unchecked) private var countAfterSweep = 0
@@ -127,13 +134,15 @@ extension ManagedObjectContext {
 
         /// The registered object with `id`, if any.
         subscript(id: ObjectID) -> ManagedObject? {
+            if id.isTemporaryID { enterPendingTemporaries() }
             guard let number = id.isTemporaryID ? temporaries[id] : entries[id] else { return nil }
             return object(number, id: id)
         }
 
         /// Every registered object that is still alive, once each.
         var objects: [ManagedObject] {
-            entries.compactMap { object($1, id: $0) } + temporaries.compactMap { object($1, id: $0) }
+            enterPendingTemporaries()
+            return entries.compactMap { object($1, id: $0) } + temporaries.compactMap { object($1, id: $0) }
         }
 
         /// Entries by permanent ID, valid or not (for sizing before a fetch
@@ -142,7 +151,7 @@ extension ManagedObjectContext {
         var capacity: Int { entries.capacity }
         /// Entries by any ID, valid or not: it grows by one with each object
         /// registered under an ID not there yet.
-        var entryCount: Int { entries.count + temporaries.count }
+        var entryCount: Int { entries.count + temporaries.count + pendingTemporaries.count }
         func reserveCapacity(_ capacity: Int) { entries.reserveCapacity(capacity) }
 
         /// The slot `object` holds in this registry, or a new one (any slot it
@@ -169,11 +178,39 @@ extension ManagedObjectContext {
             return number
         }
 
+        /// The slot `object` is registered in under its ID, if it is.
+        ///
+        /// A registered object with a temporary ID is entered under it, in the
+        /// slot it holds (its ID does not change while temporary): that slot is
+        /// the answer, without a lookup in a table as large as an import.
+        private func registeredNumber(of object: ManagedObject) -> UInt32? {
+            let id = object.objectID
+            if id.isTemporaryID {
+                if let reference = object.registrySlot, reference.page.deaths === deaths, reference.slot.pointee.holds(object) {
+                    return reference.number
+                }
+                enterPendingTemporaries()
+            }
+            return (id.isTemporaryID ? temporaries[id] : entries[id]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
+        }
+
+        /// Enters the pending temporary registrations in `temporaries` (those
+        /// whose object is still registered under a temporary ID).
+        private func enterPendingTemporaries() {
+            guard !pendingTemporaries.isEmpty else { return }
+            for number in pendingTemporaries {
+                let slot = slot(number).pointee
+                guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), object.objectID.isTemporaryID else { continue }
+                temporaries[object.objectID] = number
+            }
+            pendingTemporaries = []
+        }
+
         /// Registers `object` under its current ID (replacing any entry there).
         func register(_ object: ManagedObject) {
             let number = slotNumber(for: object)
             if object.objectID.isTemporaryID {
-                temporaries[object.objectID] = number
+                pendingTemporaries.append(number)
                 return
             }
             entries[object.objectID] = number
@@ -191,6 +228,7 @@ extension ManagedObjectContext {
                 deaths.count.store(0, ordering: .relaxed)
                 entries = entries.filter { isAlive($1) }
                 assert(entries.allSatisfy { object($1, id: $0) != nil }, "a live slot under an ID its object no longer has")
+                enterPendingTemporaries()
                 temporaries = temporaries.filter { object($1, id: $0) != nil }
                 // No entry names a dead slot any more: they can be handed out again.
                 // (An object whose dead slot is reused does not find itself there.)
@@ -202,8 +240,7 @@ extension ManagedObjectContext {
 
         /// Makes `object` no longer registered (its entry stays, marked dead).
         func unregister(_ object: ManagedObject) {
-            let id = object.objectID
-            guard let number = id.isTemporaryID ? temporaries[id] : entries[id], slot(number).pointee.holds(object) else { return }
+            guard let number = registeredNumber(of: object) else { return }
             slot(number).pointee.isAlive = false
             deaths.count.add(1, ordering: .relaxed)
         }
@@ -218,16 +255,7 @@ extension ManagedObjectContext {
         /// found under the new ID, no longer under the old one.
         func rekey(_ object: ManagedObject, to newID: ObjectID) {
             let oldID = object.objectID
-            let found: UInt32?
-            if oldID.isTemporaryID, let reference = object.registrySlot, reference.page.deaths === deaths,
-               reference.slot.pointee.holds(object) {
-                // A registered object with a temporary ID is in `temporaries` under it,
-                // in the slot it holds (its ID never changes while temporary): no
-                // lookup in a table as large as the save.
-                found = reference.number
-            } else {
-                found = (oldID.isTemporaryID ? temporaries[oldID] : entries[oldID]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
-            }
+            let found = registeredNumber(of: object)
             if oldID.isTemporaryID && found != nil { rekeyedTemporaries += 1 }
             // A permanent entry must not outlive its ID while its slot lives (the
             // sweep keeps entries by slot alone): it goes now.
@@ -246,9 +274,11 @@ extension ManagedObjectContext {
         /// case), else by keeping the valid ones (objects inserted and deleted
         /// before the save leave dead entries).
         func pruneTemporaries() {
-            if rekeyedTemporaries >= temporaries.count {
+            if rekeyedTemporaries >= temporaries.count + pendingTemporaries.count {
                 temporaries = [:]
-            } else if rekeyedTemporaries > 0 || temporaries.count > 4096 {
+                pendingTemporaries = []
+            } else if rekeyedTemporaries > 0 || temporaries.count + pendingTemporaries.count > 4096 {
+                enterPendingTemporaries()
                 temporaries = temporaries.filter { object($1, id: $0) != nil }
             }
             rekeyedTemporaries = 0
@@ -262,6 +292,7 @@ extension ManagedObjectContext {
         func removeAll() {
             entries = [:]
             temporaries = [:]
+            pendingTemporaries = []
             pages = []
             bases = []
             freeSlots = []

@@ -170,9 +170,13 @@ extension ManagedObjectContext {
                 errors.append(CoreDataError(.managedObjectValidation, "\(error)"))
             }
         }
-        for object in inserted {
-            run { try object.validateForInsert() }
-            afterInsertValidated(object)
+        inserted.withUnsafeBufferPointer { objects in
+            for index in objects.indices {
+                Prefetching.object(of: objects, at: index + Prefetching.distance)
+                let object = objects[index]
+                run { try object.validateForInsert() }
+                afterInsertValidated(object)
+            }
         }
         for object in updated { run { try object.validateForUpdate() } }
         for object in deleted { run { try object.validateForDelete() } }

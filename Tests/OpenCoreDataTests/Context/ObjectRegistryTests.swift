@@ -39,6 +39,56 @@ struct ObjectRegistryTests {
         try context.performAndWait { try body(context, entity) }
     }
 
+    @Test("New objects are found by temporary ID however they were registered, deleted, given IDs or saved",
+          arguments: allStoreTypes)
+    func temporaryLookups(storeType: PersistentStoreType) throws {
+        try Self.withItems(storeType) { context, entity in
+            func make(_ range: Range<Int>) -> [ManagedObject] {
+                range.map { n in
+                    let item = ManagedObject(entity: entity, insertInto: context)
+                    item.setValue(Int64(n), forKey: "number")
+                    return item
+                }
+            }
+            // Enough to pass the table's sweep threshold, looked up by temporary ID
+            // between batches of registrations.
+            var items = make(0..<3000)
+            for item in items where item.value(forKey: "number") as? Int64 == 1234 {
+                #expect(context.registeredObject(for: item.objectID) === item)
+            }
+            items += make(3000..<6000)
+            for item in items.enumerated().filter({ $0.offset % 7 == 0 }).map(\.element) {
+                #expect(context.registeredObject(for: item.objectID) === item)
+                #expect(context.object(with: item.objectID) === item)
+            }
+            // New objects deleted before a save are forgotten: no longer found.
+            let dropped = items.enumerated().filter { $0.offset % 10 == 3 }.map(\.element)
+            let droppedIDs = dropped.map(\.objectID)
+            for item in dropped { context.delete(item) }
+            context.processPendingChanges()
+            items += make(6000..<6500)
+            // Some get permanent IDs before the save.
+            let early = Array(items[100..<200])
+            let earlyTemporaryIDs = early.map(\.objectID)
+            try context.obtainPermanentIDs(for: early)
+            for (item, old) in zip(early, earlyTemporaryIDs) {
+                #expect(!item.objectID.isTemporaryID)
+                #expect(context.registeredObject(for: item.objectID) === item)
+                #expect(context.registeredObject(for: old) == nil)
+            }
+            let kept = items.filter { !$0.isDeleted }
+            let temporaryIDs = kept.map(\.objectID)
+            try context.save()
+            for (item, old) in zip(kept, temporaryIDs) {
+                #expect(!item.objectID.isTemporaryID)
+                #expect(context.registeredObject(for: item.objectID) === item)
+                if old.isTemporaryID { #expect(context.registeredObject(for: old) == nil) }
+            }
+            for id in droppedIDs { #expect(context.registeredObject(for: id) == nil) }
+            #expect(try context.count(for: FetchRequest<ManagedObject>(entityName: "Item")) == kept.count)
+        }
+    }
+
     /// Inserts items numbered `numbers` and saves them (the context holds none of
     /// them afterwards).
     static func saveItems(_ numbers: Range<Int>, _ context: ManagedObjectContext, _ entity: EntityDescription) throws {

@@ -32,19 +32,24 @@ extension SQLiteStore {
             let cache = self.savePlans
             let bytes = cache.boundBytes
             var last: (entity: ObjectIdentifier, plan: InsertPlan)?
-            for index in changes.inserted.indices {
-                let key = ObjectIdentifier(changes.inserted[index].objectID.entity)
-                let plan: InsertPlan
-                if let last, last.entity == key {
-                    plan = last.plan
-                } else if let known = cache.inserts[key] {
-                    plan = known
-                } else {
-                    plan = try insertPlan(for: changes.inserted[index].objectID, db)
-                    if keepsPlans(for: changes.inserted[index].objectID.entity) { cache.inserts[key] = plan }
+            // Rows are read in place, and the values of the rows a few places ahead
+            // are asked for while this one is written (see `Prefetching`).
+            try changes.inserted.withUnsafeBufferPointer { rows in
+                for index in rows.indices {
+                    Prefetching.values(of: rows, at: index + Prefetching.distance)
+                    let key = ObjectIdentifier(rows[index].objectID.entity)
+                    let plan: InsertPlan
+                    if let last, last.entity == key {
+                        plan = last.plan
+                    } else if let known = cache.inserts[key] {
+                        plan = known
+                    } else {
+                        plan = try insertPlan(for: rows[index].objectID, db)
+                        if keepsPlans(for: rows[index].objectID.entity) { cache.inserts[key] = plan }
+                    }
+                    last = (key, plan)
+                    try insert(rows[index], plan, bytes, db)
                 }
-                last = (key, plan)
-                try insert(changes.inserted[index], plan, bytes, db)
             }
             for row in changes.updated {
                 guard row.objectID.primaryKey != nil else { continue }
