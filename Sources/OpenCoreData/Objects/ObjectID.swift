@@ -211,7 +211,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The SplitMix64 finalizer of `x` mixed with a table's `seed`: the hash the hot
-/// keys (``ObjectID``, `ObjectKey`, managed objects) give sets and dictionaries
+/// keys (``ObjectID``, managed objects) give sets and dictionaries
 /// through `_rawHashValue(seed:)`, instead of SipHash. Every bit of `x` reaches
 /// the low bits a table uses for its buckets.
 func splitMix64Hash(_ x: UInt64, seed: Int) -> Int {
