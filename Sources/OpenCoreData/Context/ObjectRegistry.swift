@@ -226,7 +226,12 @@ extension ManagedObjectContext {
             guard entries.count > Swift.max(4096, 2 * countAfterSweep) else { return }
             if deaths.count.load(ordering: .relaxed) >= entries.count / 4 {
                 deaths.count.store(0, ordering: .relaxed)
-                entries = entries.filter { isAlive($1) }
+                // The live entries go into a table already as large as this one
+                // may grow before the next check (twice them): a filtered copy
+                // is sized for them alone and was rehashed again as it grew.
+                var live = [ObjectID: UInt32](minimumCapacity: Swift.max(4096, 2 * (entries.count - entries.count / 4)))
+                for (id, number) in entries where isAlive(number) { live[id] = number }
+                entries = live
                 assert(entries.allSatisfy { object($1, id: $0) != nil }, "a live slot under an ID its object no longer has")
                 enterPendingTemporaries()
                 temporaries = temporaries.filter { object($1, id: $0) != nil }

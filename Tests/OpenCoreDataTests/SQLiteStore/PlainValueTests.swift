@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 @testable import OpenCoreData
 import OpenCoreDataPredicates
 import Testing
@@ -83,6 +84,108 @@ struct PlainValueTests {
                 #expect(sample.attributeValue(forKey: "single") == .double(Double(i) * 0.5))
                 #expect(sample.attributeValue(forKey: "text") == .string(texts[i]))
                 #expect(sample.attributeValue(forKey: "when") == (i < dates.count ? .date(dates[i]) : .null))
+            }
+        }
+    }
+
+    @Test("Values stored in another storage class than the attribute's read as the general conversion reads them")
+    func foreignStorageClasses() throws {
+        // A hand-edited or damaged store: SQLite keeps whatever was written. The
+        // fetch's short path decodes the common pairs of storage class and type
+        // itself; every value must come back exactly as the general conversion
+        // (`SQLiteValueEncoding`) gives it for the same column.
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let columns: [(key: String, column: String, type: AttributeType, values: [String])] = [
+            ("small", "ZSMALL", .integer16, ["3.9", "'42'", "'x'", "NULL", "-7"]),
+            ("flag", "ZFLAG", .boolean, ["0.0", "'1'", "2.5", "NULL", "2"]),
+            ("real", "ZREAL", .double, ["7", "'2.5'", "X'00'", "NULL", "0.25"]),
+            ("single", "ZSINGLE", .float, ["-3", "'1e3'", "'y'", "1.5", "NULL"]),
+            ("text", "ZTEXT", .string, ["12", "1.5", "X'6869'", "NULL", "'t'"]),
+            ("when", "ZWHEN", .date, ["100", "'5'", "X'01'", "NULL", "0.5"]),
+        ]
+        let rows = columns[0].values.count
+        do {
+            let (coordinator, context) = try Self.stack(directory)
+            try context.performAndWait {
+                let entity = try #require(coordinator.managedObjectModel.entitiesByName["Sample"])
+                for i in 0..<rows {
+                    let sample = ManagedObject(entity: entity, insertInto: context)
+                    sample.setValue(1000 + i, forKey: "medium")
+                    sample.setValue("r\(i)", forKey: "required")
+                }
+                try context.save()
+            }
+        }
+        let path = directory.appendingPathComponent("Samples.sqlite").path
+        /// Replaces the table's declaration (a new connection reads it).
+        func declare(_ sql: String) throws {
+            let queue = try DatabaseQueue(path: path)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA writable_schema = ON")
+                try db.execute(sql: "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'ZSAMPLE'", arguments: [sql])
+                let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+                try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
+                try db.execute(sql: "PRAGMA writable_schema = OFF")
+            }
+            try queue.close()
+        }
+        // The attribute columns lose their declared types while the values are
+        // written (no affinity, as in a store another tool wrote): SQLite then keeps
+        // each value's own storage class, where Core Data's declared types would
+        // convert most of them. The declaration is put back for the store to open.
+        let declared = try DatabaseQueue(path: path).read { db in
+            try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'ZSAMPLE'")
+        }
+        let typed = try #require(declared)
+        let names = try DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('ZSAMPLE') ORDER BY cid")
+        }
+        try declare("CREATE TABLE ZSAMPLE (" + names.map { $0 == "Z_PK" ? "Z_PK INTEGER PRIMARY KEY" : $0 }.joined(separator: ", ") + ")")
+        var expected: [Int64: [String: AttributeValue]] = [:]
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            for i in 0..<rows {
+                let assignments = columns.map { "\($0.column) = \($0.values[i])" }.joined(separator: ", ")
+                try db.execute(sql: "UPDATE ZSAMPLE SET \(assignments) WHERE ZMEDIUM = \(1000 + i)")
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT ZMEDIUM, \(columns.map(\.column).joined(separator: ", ")) FROM ZSAMPLE") {
+                var values: [String: AttributeValue] = [:]
+                for (index, column) in columns.enumerated() {
+                    values[column.key] = SQLiteValueEncoding.attributeValue(row[index + 1] as DatabaseValue, as: column.type)
+                }
+                expected[row[0]] = values
+            }
+            // Each value kept its storage class.
+            #expect(try String.fetchOne(db, sql: "SELECT typeof(ZREAL) FROM ZSAMPLE WHERE ZMEDIUM = 1000") == "integer")
+            #expect(try String.fetchOne(db, sql: "SELECT typeof(ZTEXT) FROM ZSAMPLE WHERE ZMEDIUM = 1001") == "real")
+        }
+        try queue.close()
+        try declare(typed)
+        #expect(expected.count == rows)
+        // The general conversion's answers, spot-checked.
+        #expect(expected[1000]?["small"] == .int(3))
+        #expect(expected[1001]?["small"] == .int(42))
+        #expect(expected[1000]?["real"] == .double(7))
+        #expect(expected[1002]?["flag"] == .bool(true))
+        #expect(expected[1000]?["text"] == .string("12"))
+        #expect(expected[1002]?["text"] == .string("hi"))
+        #expect(expected[1001]?["when"] == .date(Date(timeIntervalSinceReferenceDate: 5)))
+        let (_, context) = try Self.stack(directory)
+        try context.performAndWait {
+            let samples = try context.fetch(FetchRequest<ManagedObject>(entityName: "Sample"))
+            #expect(samples.count == rows)
+            for sample in samples {
+                guard case .int(let medium) = sample.attributeValue(forKey: "medium") else {
+                    Issue.record("a sample without its number"); continue
+                }
+                for column in columns {
+                    // Equal values of the same kind (`.int(7)` equals `.double(7)`).
+                    let value = sample.attributeValue(forKey: column.key)
+                    let wanted = expected[medium]?[column.key]
+                    #expect(value == wanted && Mirror(reflecting: value).children.first?.label == wanted.flatMap { Mirror(reflecting: $0).children.first?.label },
+                            "\(column.key) of sample \(medium): \(value), expected \(String(describing: wanted))")
+                }
             }
         }
     }

@@ -245,6 +245,13 @@ private struct RowColumns: ColumnSource {
 /// class and attribute type are decoded here, exactly as
 /// `SQLiteValueEncoding.attributeValue(_:as:)` decodes them; every other pair goes
 /// through a `DatabaseValue` (whose construction costs a protocol conformance lookup).
+///
+/// A column is read through its `sqlite3_value` (`sqlite3_column_value`): one call
+/// into the statement per column, where each `sqlite3_column_*` call enters the
+/// connection, checks it for a failed allocation and leaves it again (about 55
+/// instructions, two or three times a column); `sqlite3_value_*` read the value
+/// in a few. SQLite calls such a value unprotected: it may be read this way while
+/// nothing else uses the connection, which GRDB's serialized access guarantees.
 private struct StatementColumns: ColumnSource {
     let statement: SQLiteStatement
 
@@ -262,36 +269,37 @@ private struct StatementColumns: ColumnSource {
     }
 
     func integer(_ index: Int) -> Int64? {
-        switch sqlite3_column_type(statement, CInt(index)) {
-        case SQLITE_INTEGER: return sqlite3_column_int64(statement, CInt(index))
+        let value = sqlite3_column_value(statement, CInt(index))
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER: return sqlite3_value_int64(value)
         case SQLITE_NULL: return nil
         default: return Int64.fromDatabaseValue(databaseValue(index))
         }
     }
 
     func attributeValue(_ index: Int, as type: AttributeType) -> AttributeValue {
-        let column = CInt(index)
-        switch (sqlite3_column_type(statement, column), type) {
+        let value = sqlite3_column_value(statement, CInt(index))
+        switch (sqlite3_value_type(value), type) {
         case (SQLITE_NULL, _):
             return .null
         case (SQLITE_INTEGER, .integer16), (SQLITE_INTEGER, .integer32), (SQLITE_INTEGER, .integer64):
-            return .int(sqlite3_column_int64(statement, column))
+            return .int(sqlite3_value_int64(value))
         case (SQLITE_INTEGER, .boolean):
-            return .bool(sqlite3_column_int64(statement, column) != 0)
+            return .bool(sqlite3_value_int64(value) != 0)
         case (SQLITE_INTEGER, .double), (SQLITE_INTEGER, .float):
-            return .double(Double(sqlite3_column_int64(statement, column)))
+            return .double(Double(sqlite3_value_int64(value)))
         case (SQLITE_FLOAT, .double), (SQLITE_FLOAT, .float):
-            return .double(sqlite3_column_double(statement, column))
+            return .double(sqlite3_value_double(value))
         case (SQLITE_FLOAT, .date):
-            let seconds = sqlite3_column_double(statement, column)
+            let seconds = sqlite3_value_double(value)
             return seconds.isFinite ? .date(Date(timeIntervalSinceReferenceDate: seconds)) : .null
         case (SQLITE_INTEGER, .date):
-            return .date(Date(timeIntervalSinceReferenceDate: TimeInterval(sqlite3_column_int64(statement, column))))
+            return .date(Date(timeIntervalSinceReferenceDate: TimeInterval(sqlite3_value_int64(value))))
         case (SQLITE_TEXT, .string):
             // The text's length from SQLite (no strlen); decoded as UTF-8 as
             // `String(cString:)` would (invalid bytes repaired).
-            guard let text = sqlite3_column_text(statement, column) else { return .null }
-            let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column)))
+            guard let text = sqlite3_value_text(value) else { return .null }
+            let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value)))
             return .string(String(decoding: bytes, as: UTF8.self))
         default:
             return SQLiteValueEncoding.attributeValue(databaseValue(index), as: type)
