@@ -120,7 +120,16 @@ extension ManagedObjectContext {
         let generation = rowGenerationAtFetch
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
-        if registry.capacity - registry.count < rows.count {
+        // A context with no registered object (a new one, or one just reset)
+        // cannot have any of the rows' objects: while only this loop
+        // registers objects, each under the ID of a row of its own, no row needs
+        // looking up (a hash probe into a table as large as the fetch), and the
+        // new objects' entries are only listed (`registerFetched`): the table is
+        // built when something first looks an ID up. Anything else registering an
+        // object (an initializer or `awakeFromFetch()` fetching) shows in the
+        // count, and the lookups start again.
+        var unregisteredCount = registry.entryCount == 0 ? 0 : -1
+        if unregisteredCount < 0, registry.capacity - registry.count < rows.count {
             registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
         }
         // The class of the last row's entity (resolving it takes a lock).
@@ -135,13 +144,6 @@ extension ManagedObjectContext {
         // releases each row's values), and a new object takes its row's values
         // (moved out, an empty array left behind: no retain, and no release when
         // the rows go).
-        // A context with no registered object (a new one, or one just reset)
-        // cannot have any of the rows' objects: while only this loop
-        // registers objects, each under the ID of a row of its own, no row needs
-        // looking up (a hash probe into a table as large as the fetch). Anything
-        // else registering an object (an initializer or `awakeFromFetch()`
-        // fetching) shows in the count, and the lookups start again.
-        var unregisteredCount = registry.entryCount == 0 ? 0 : -1
         rows.withUnsafeMutableBufferPointer { rows in
             for index in rows.indices {
                 let row = rows.baseAddress.unsafelyUnwrapped + index
@@ -158,13 +160,13 @@ extension ManagedObjectContext {
                         refreshRefetched(object, with: row.pointee)
                     }
                 } else if !fetch.includesPropertyValues {
-                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
+                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity), unregistered: isNew)
                 } else if asFaults {
                     // The fault keeps the row and fires from it (see `makeFault`).
                     object = makeFault(row.pointee.objectID, rowValues: row.pointee.takeValues(), version: row.pointee.version, generation: generation,
-                                       type: objectClass(row.pointee.objectID.entity))
+                                       type: objectClass(row.pointee.objectID.entity), unregistered: isNew)
                 } else {
-                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity))
+                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity), unregistered: isNew)
                     load(taking: row.pointee.takeValues(), version: row.pointee.version, into: object)
                     object.awakeFromFetch()
                 }

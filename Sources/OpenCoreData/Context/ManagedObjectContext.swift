@@ -233,8 +233,8 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         return persistentStoreCoordinator?.managedObjectModel.entity(forClassNamed: name) ?? type.entity()
     }
 
-    func register(_ object: ManagedObject) {
-        registry.register(object)
+    func register(_ object: ManagedObject, unregistered: Bool = false) {
+        if unregistered { registry.registerFetched(object) } else { registry.register(object) }
         object.managedObjectContext = self
         if retainsRegisteredObjects { strong.insert(object) }
     }
@@ -254,19 +254,24 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// (`PersistentStoreCoordinator.rowGeneration`); after one, it fires from the
     /// coordinator's row cache or the store, and sees the save.
     @discardableResult
-    func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil, type knownType: ManagedObject.Type? = nil) -> ManagedObject {
-        makeFault(id, rowValues: row?.values, version: row?.version ?? 0, generation: generation, type: knownType)
+    func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil, type knownType: ManagedObject.Type? = nil,
+                   unregistered: Bool = false) -> ManagedObject {
+        makeFault(id, rowValues: row?.values, version: row?.version ?? 0, generation: generation, type: knownType,
+                  unregistered: unregistered)
     }
 
-    /// ``makeFault(_:row:generation:type:)`` with the row's values taken (the
-    /// caller's last reference to them moves into the fault).
+    /// ``makeFault(_:row:generation:type:unregistered:)`` with the row's values
+    /// taken (the caller's last reference to them moves into the fault).
+    ///
+    /// `unregistered`: the caller knows no object with `id` is registered (a fetch
+    /// into a registry that was empty, see `ObjectRegistry.registerFetched`).
     func makeFault(_ id: ObjectID, rowValues: consuming [SnapshotValue]?, version: Int64, generation: Int? = nil,
-                   type knownType: ManagedObject.Type? = nil) -> ManagedObject {
+                   type knownType: ManagedObject.Type? = nil, unregistered: Bool = false) -> ManagedObject {
         let type = knownType ?? ManagedObjectClasses.type(for: id.entity)
         let object = type.init(entity: id.entity, insertInto: nil)
         object.objectID = id
         object.storage = nil
-        register(object)
+        register(object, unregistered: unregistered)
         guard persistentStoreCoordinator != nil, sharesRowCache else { return object }
         switch consume rowValues {
         case .some(let values):

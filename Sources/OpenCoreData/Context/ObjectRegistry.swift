@@ -107,6 +107,13 @@ extension ManagedObjectContext {
         /// a table as large as the import. The first lookup by temporary ID
         /// enters them (see `enterPendingTemporaries`).
         @exclusivity(unchecked) private var pendingTemporaries: [UInt32] = []
+        /// Slots of objects a fetch registered into an empty registry (see
+        /// `registerFetched`), not yet entered in `entries`: a fetch whose objects
+        /// are only read never builds a table as large as the fetch. The first
+        /// lookup by permanent ID, listing, unregistration or re-keying enters them
+        /// (see `enterPendingPermanents`). A sweep drops the dead slots from the list
+        /// before it hands them out again.
+        @exclusivity(unchecked) private var pendingPermanents: [UInt32] = []
         /// Temporary entries re-keyed since the last prune.
         @exclusivity(unchecked) private var rekeyedTemporaries = 0
         @exclusivity(unchecked) private var countAfterSweep = 0
@@ -134,7 +141,7 @@ extension ManagedObjectContext {
 
         /// The registered object with `id`, if any.
         subscript(id: ObjectID) -> ManagedObject? {
-            if id.isTemporaryID { enterPendingTemporaries() }
+            if id.isTemporaryID { enterPendingTemporaries() } else { enterPendingPermanents() }
             guard let number = id.isTemporaryID ? temporaries[id] : entries[id] else { return nil }
             return object(number, id: id)
         }
@@ -142,16 +149,24 @@ extension ManagedObjectContext {
         /// Every registered object that is still alive, once each.
         var objects: [ManagedObject] {
             enterPendingTemporaries()
-            return entries.compactMap { object($1, id: $0) } + temporaries.compactMap { object($1, id: $0) }
+            // Listed fetched objects are read from their slots, without building the
+            // table (a reset after a large fetch lists them and drops them all). No
+            // listed object is also in the table: the first lookup empties the list.
+            let listed = pendingPermanents.compactMap { number -> ManagedObject? in
+                let slot = slot(number).pointee
+                guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { return nil }
+                return object
+            }
+            return entries.compactMap { object($1, id: $0) } + temporaries.compactMap { object($1, id: $0) } + listed
         }
 
-        /// Entries by permanent ID, valid or not (for sizing before a fetch
-        /// registers many objects).
-        var count: Int { entries.count }
+        /// Entries by permanent ID, valid or not, those still listed included (for
+        /// sizing before a fetch registers many objects).
+        var count: Int { entries.count + pendingPermanents.count }
         var capacity: Int { entries.capacity }
         /// Entries by any ID, valid or not: it grows by one with each object
         /// registered under an ID not there yet.
-        var entryCount: Int { entries.count + temporaries.count + pendingTemporaries.count }
+        var entryCount: Int { entries.count + temporaries.count + pendingTemporaries.count + pendingPermanents.count }
         func reserveCapacity(_ capacity: Int) { entries.reserveCapacity(capacity) }
 
         /// The slot `object` holds in this registry, or a new one (any slot it
@@ -190,6 +205,8 @@ extension ManagedObjectContext {
                     return reference.number
                 }
                 enterPendingTemporaries()
+            } else {
+                enterPendingPermanents()
             }
             return (id.isTemporaryID ? temporaries[id] : entries[id]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
         }
@@ -204,6 +221,33 @@ extension ManagedObjectContext {
                 temporaries[object.objectID] = number
             }
             pendingTemporaries = []
+        }
+
+        /// Enters the pending registrations of fetched objects in `entries` (those
+        /// still registered, under the permanent ID each has now).
+        private func enterPendingPermanents() {
+            guard !pendingPermanents.isEmpty else { return }
+            let pending = pendingPermanents
+            pendingPermanents = []
+            entries.reserveCapacity(entries.count + pending.count)
+            for number in pending {
+                let slot = slot(number).pointee
+                guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { continue }
+                entries[object.objectID] = number
+            }
+        }
+
+        /// Registers an object a fetch made for a row, in a registry where no object
+        /// was registered when the fetch began and nothing but the fetch registered
+        /// one since (so no entry can have its ID): its entry is only listed, and
+        /// entered in the table when something first needs the table.
+        func registerFetched(_ object: ManagedObject) {
+            let number = slotNumber(for: object)
+            if object.objectID.isTemporaryID {
+                pendingTemporaries.append(number)
+            } else {
+                pendingPermanents.append(number)
+            }
         }
 
         /// Registers `object` under its current ID (replacing any entry there).
@@ -237,6 +281,7 @@ extension ManagedObjectContext {
                 temporaries = temporaries.filter { object($1, id: $0) != nil }
                 // No entry names a dead slot any more: they can be handed out again.
                 // (An object whose dead slot is reused does not find itself there.)
+                pendingPermanents.removeAll { !isAlive($0) }
                 freeSlots = (0..<slotCount).filter { !slot($0).pointee.isAlive }
                 sweepCount += 1
             }
@@ -298,6 +343,7 @@ extension ManagedObjectContext {
             entries = [:]
             temporaries = [:]
             pendingTemporaries = []
+            pendingPermanents = []
             pages = []
             bases = []
             freeSlots = []

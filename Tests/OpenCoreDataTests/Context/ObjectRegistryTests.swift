@@ -265,6 +265,81 @@ struct ObjectRegistryTests {
         }
     }
 
+    @Test("A first fetch lists its objects' entries; every way of finding an object builds the table from the list",
+          arguments: allStoreTypes)
+    func firstFetchEntries(storeType: PersistentStoreType) throws {
+        try Self.withItems(storeType) { context, entity in
+            try Self.saveItems(0..<5000, context, entity)
+            func firstFetch() throws -> [ManagedObject] {
+                context.reset()
+                return try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            }
+            // By ID, for each object.
+            var items = try firstFetch()
+            #expect(items.count == 5000)
+            for item in items { #expect(context.registeredObject(for: item.objectID) === item) }
+            #expect(try context.existingObject(with: items[17].objectID) === items[17])
+            // A second fetch finds the same objects (uniquing), not new ones.
+            items = try firstFetch()
+            let again = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            #expect(again.count == 5000)
+            #expect(zip(items, again).allSatisfy { $0 === $1 })
+            // Listing the registered objects.
+            items = try firstFetch()
+            #expect(Set(context.registeredObjects) == Set(items))
+            // A relationship-free object(with:) gives the registered object, not a new fault.
+            items = try firstFetch()
+            #expect(context.object(with: items[4999].objectID) === items[4999])
+            // Deleting and saving: the deleted objects are no longer found, the others are.
+            items = try firstFetch()
+            let deletedIDs = items[0..<100].map(\.objectID)
+            for item in items[0..<100] { context.delete(item) }
+            try context.save()
+            for id in deletedIDs { #expect(context.registeredObject(for: id) == nil) }
+            for item in items[100...] { #expect(context.registeredObject(for: item.objectID) === item) }
+            // A reset forgets the listed objects too: a later lookup finds nothing of
+            // them, and a new first fetch lists only its own.
+            items = try firstFetch()
+            let old = items
+            context.reset()
+            let one = FetchRequest<ManagedObject>(entityName: "Item")
+            one.fetchLimit = 1
+            let first = try context.fetch(one)
+            #expect(first.count == 1)
+            #expect(context.registeredObjects.count == 1)
+            for item in old.dropFirst(1) { #expect(context.registeredObject(for: item.objectID) !== item) }
+            #expect(context.registeredObject(for: old[4000].objectID) == nil)
+        }
+    }
+
+    @Test("The slots of a first fetch's dropped objects are handed out again only once the list lets them go")
+    func listedSlotsReused() throws {
+        try Self.withItems { context, entity in
+            try Self.saveItems(0..<5000, context, entity)
+            context.reset()
+            var fetched: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            let kept = Array(fetched?[0..<50] ?? [])
+            fetched = nil
+            #expect(fetched == nil)
+            // New objects, kept alive, pass the sweep threshold: the sweep frees the
+            // dropped objects' slots, and the objects made after it take them.
+            var held: [ManagedObject] = []
+            for batch in 0..<4 {
+                for n in 0..<3000 {
+                    let item = ManagedObject(entity: entity, insertInto: context)
+                    item.setValue(10_000 + batch * 3000 + n, forKey: "number")
+                    held.append(item)
+                }
+                try context.save()
+            }
+            #expect(context.registry.sweepCount > 0)
+            let objects = context.registry.objects
+            #expect(objects.count == Set(objects.map(ObjectIdentifier.init)).count)
+            #expect(objects.count == kept.count + held.count)
+            for object in kept + held { #expect(context.registeredObject(for: object.objectID) === object) }
+        }
+    }
+
     @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
     func sweep() throws {
         try Self.withItems { context, entity in
