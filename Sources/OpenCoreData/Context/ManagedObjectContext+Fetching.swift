@@ -132,12 +132,13 @@ extension ManagedObjectContext {
         if unregisteredCount < 0, registry.capacity - registry.count < rows.count {
             registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
         }
-        // The class of the last row's entity (resolving it takes a lock).
-        var lastClass: (entity: EntityDescription, type: ManagedObject.Type)?
-        func objectClass(_ entity: EntityDescription) -> ManagedObject.Type {
-            if let lastClass, lastClass.entity === entity { return lastClass.type }
-            let type = ManagedObjectClasses.type(for: entity)
-            lastClass = (entity, type)
+        // The class of the last row's entity (resolving it takes a lock), known by
+        // the entity's address (no reference count touched per row).
+        var lastClass: (entity: UnsafeMutableRawPointer, type: ManagedObject.Type)?
+        func objectClass(_ id: ObjectID) -> ManagedObject.Type {
+            if let lastClass, lastClass.entity == id.entityAddress { return lastClass.type }
+            let type = ManagedObjectClasses.type(for: id.entity)
+            lastClass = (id.entityAddress, type)
             return type
         }
         // The rows are borrowed, not copied out of the array (a copy retains and
@@ -160,13 +161,13 @@ extension ManagedObjectContext {
                         refreshRefetched(object, with: row.pointee)
                     }
                 } else if !fetch.includesPropertyValues {
-                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity), unregistered: isNew)
+                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID), unregistered: isNew)
                 } else if asFaults {
                     // The fault keeps the row and fires from it (see `makeFault`).
                     object = makeFault(row.pointee.objectID, rowValues: row.pointee.takeValues(), version: row.pointee.version, generation: generation,
-                                       type: objectClass(row.pointee.objectID.entity), unregistered: isNew)
+                                       type: objectClass(row.pointee.objectID), unregistered: isNew)
                 } else {
-                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID.entity), unregistered: isNew)
+                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID), unregistered: isNew)
                     load(taking: row.pointee.takeValues(), version: row.pointee.version, into: object)
                     object.awakeFromFetch()
                 }

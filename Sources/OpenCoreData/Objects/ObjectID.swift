@@ -28,6 +28,9 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// (`EntityDescription.pinForObjectIDs()`), so an ID is plain data, copied
     /// without reference counting. Hashing and equality borrow it (no retain).
     public var entity: EntityDescription { entityReference.takeUnretainedValue() }
+    /// The entity's address: tells one entity from another without touching its
+    /// reference count.
+    var entityAddress: UnsafeMutableRawPointer { entityReference.toOpaque() }
     private let entityReference: Unmanaged<EntityDescription>
     /// The identifier (UUID) of the store holding the object; nil while temporary.
     public var storeIdentifier: String? {
