@@ -151,7 +151,7 @@ extension ManagedObjectContext {
             enterPendingTemporaries()
             // Listed fetched objects are read from their slots, without building the
             // table (a reset after a large fetch lists them and drops them all). No
-            // listed object is also in the table: the first lookup empties the list.
+            // listed object is also in the table: a lookup or registration empties the list.
             let listed = pendingPermanents.compactMap { number -> ManagedObject? in
                 let slot = slot(number).pointee
                 guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { return nil }
@@ -252,6 +252,9 @@ extension ManagedObjectContext {
 
         /// Registers `object` under its current ID (replacing any entry there).
         func register(_ object: ManagedObject) {
+            // The listed entries first: an object is then never both listed and
+            // in the table, whoever registers it.
+            enterPendingPermanents()
             let number = slotNumber(for: object)
             if object.objectID.isTemporaryID {
                 pendingTemporaries.append(number)
