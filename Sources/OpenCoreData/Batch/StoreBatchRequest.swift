@@ -56,7 +56,7 @@ extension PersistentStore {
             for row in rows {
                 var updated = row
                 for (index, expression) in values.sorted(by: { $0.key < $1.key }) {
-                    updated.values[index] = .attribute(try StoreBatchExecution.value(expression, for: row, index: index, graph: graph))
+                    updated.rowValues[index] = .attribute(try StoreBatchExecution.value(expression, for: row, index: index, graph: graph))
                 }
                 changes.updated.append(updated)
                 changes.changedProperties[row.objectID] = values.keys.sorted()
@@ -82,7 +82,7 @@ enum StoreBatchExecution {
             guard index < values.count, let attribute = entity.allProperties[index] as? AttributeDescription else { continue }
             values[index] = .attribute(try typed(value, attribute))
         }
-        return values
+        return values.array
     }
 
     /// A value in the representation of an attribute, or a validation error naming it.
@@ -183,7 +183,7 @@ enum StoreBatchExecution {
         for (id, entry) in nullified.sorted(by: { ($0.key.primaryKey ?? 0) < ($1.key.primaryKey ?? 0) }) where deleted[id] == nil {
             var row = entry.0
             for index in entry.1 {
-                if case .toOne(let target?) = row.values[index], deleted[target] != nil { row.values[index] = .toOne(nil) }
+                if case .toOne(let target?) = row.rowValues[index], deleted[target] != nil { row.rowValues[index] = .toOne(nil) }
             }
             changes.updated.append(row)
             changes.changedProperties[id] = entry.1.sorted()

@@ -72,10 +72,10 @@ extension ManagedObjectContext {
     /// is loaded, and stays unchanged (its committed value is the same).
     func fillToManyFault(of object: ManagedObject, at index: Int, with ids: [ObjectID]) {
         object.storage?[index] = .toMany(ids)
-        if var committed = object.committed, index < committed.values.count {
+        if var committed = object.committed, index < committed.rowValues.count {
             // Cleared first, so that the write below does not copy the values.
             object.committed = nil
-            committed.values[index] = .toMany(ids)
+            committed.rowValues[index] = .toMany(ids)
             object.committed = committed
         }
         if object.eventNumber == eventNumber, object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }

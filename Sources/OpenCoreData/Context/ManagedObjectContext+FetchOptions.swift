@@ -141,7 +141,7 @@ extension ManagedObjectContext {
     /// Gives a registered object the values of a row just fetched
     /// (`shouldRefreshRefetchedObjects`): its unsaved changes stay on top.
     func refreshRefetched(_ object: ManagedObject, with row: RowSnapshot) {
-        guard let committed = object.committed, row.version != committed.version || row.values != committed.values else { return }
+        guard let committed = object.committed, row.version != committed.version || row.rowValues != committed.rowValues else { return }
         let local = object.changedIndexes()
         let storage = object.storage
         load(row, into: object)

@@ -155,7 +155,7 @@ extension ManagedObjectContext {
                     object = registered
                     if !fetch.includesPropertyValues { objects.append(object); continue }
                     if object.isFault && !asFaults {
-                        load(row.pointee.values, version: row.pointee.version, into: object)
+                        load(row.pointee.rowValues, version: row.pointee.version, into: object)
                         object.awakeFromFetch()
                     } else if !object.isFault && request.shouldRefreshRefetchedObjects {
                         refreshRefetched(object, with: row.pointee)

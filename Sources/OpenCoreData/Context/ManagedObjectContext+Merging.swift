@@ -80,7 +80,7 @@ extension ManagedObjectContext {
     /// current and its committed values (the store no longer has them: that is
     /// not a change of this context).
     private func forget(_ ids: Set<ObjectID>) {
-        func scrub(_ values: inout [SnapshotValue]) {
+        func scrub(_ values: inout RowValues) {
             for index in values.indices {
                 switch values[index] {
                 case .toOne(let id?) where ids.contains(id): values[index] = .toOne(nil)
@@ -92,7 +92,7 @@ extension ManagedObjectContext {
         }
         for object in registry.objects {
             if var storage = object.storage { scrub(&storage); object.storage = storage }
-            if var committed = object.committed { scrub(&committed.values); object.committed = committed }
+            if var committed = object.committed { scrub(&committed.rowValues); object.committed = committed }
             if var start = eventStart(of: object) { scrub(&start); object.eventStart = start }
         }
     }

@@ -30,7 +30,7 @@ struct ObservedContextChange {
     var deleted: [ManagedObject] = []
     /// The values the updated objects had when the event began, when known (not for
     /// refreshed or merged objects), by `ObjectIdentifier` of the object.
-    var valuesBefore: [ObjectIdentifier: [SnapshotValue]] = [:]
+    var valuesBefore: [ObjectIdentifier: RowValues] = [:]
 }
 
 final class WeakChangeObserver {

@@ -64,7 +64,7 @@ extension ManagedObjectContext {
             guard try sourceRow(for: object.objectID) != nil else { return nil }
             fireFault(object)
         }
-        return RowSnapshot(objectID: id, version: object.committed?.version ?? 0, values: object.storage ?? [])
+        return RowSnapshot(objectID: id, version: object.committed?.version ?? 0, rowValues: object.storage ?? RowValues())
     }
 
     func rowsForChild(_ fetch: StoreFetch) throws -> [RowSnapshot] {
@@ -77,7 +77,7 @@ extension ManagedObjectContext {
         request.returnsObjectsAsFaults = false
         return try fetchObjects(request).map { object in
             fireFault(object)
-            return RowSnapshot(objectID: object.objectID, version: object.committed?.version ?? 0, values: object.storage ?? [])
+            return RowSnapshot(objectID: object.objectID, version: object.committed?.version ?? 0, rowValues: object.storage ?? RowValues())
         }
     }
 
@@ -102,7 +102,7 @@ extension ManagedObjectContext {
             let type = ManagedObjectClasses.type(for: row.objectID.entity)
             let object = type.init(entity: row.objectID.entity, insertInto: nil)
             object.objectID = row.objectID
-            object.storage = row.values.map(remap)
+            object.storage = RowValues(row.rowValues.map(remap))
             object.insertedFlag = true
             register(object)
             strong.insert(object)
@@ -113,8 +113,8 @@ extension ManagedObjectContext {
         for row in changes.updated {
             guard let object = objectForChild(row.objectID) else { continue }
             fireFault(object)
-            for index in changes.changedProperties[row.objectID] ?? [] where index < row.values.count {
-                object.setSlot(index, remap(row.values[index]))
+            for index in changes.changedProperties[row.objectID] ?? [] where index < row.rowValues.count {
+                object.setSlot(index, remap(row.rowValues[index]))
             }
         }
         for (id, _) in changes.deleted {

@@ -55,7 +55,7 @@ extension ManagedObjectContext {
         if takesRowsEarly {
             earlyRows.reserveCapacity(inserted.count)
             try validate(inserted: inserted, updated: updated, deleted: deleted) { object in
-                earlyRows.append(RowSnapshot(objectID: object.objectID, version: 1, values: stored(object.storage ?? [], of: object.entity)))
+                earlyRows.append(RowSnapshot(objectID: object.objectID, version: 1, rowValues: stored(object.storage ?? RowValues(), of: object.entity)))
             }
         } else {
             try validate(inserted: inserted, updated: updated, deleted: deleted)
@@ -82,9 +82,9 @@ extension ManagedObjectContext {
             for (object, id) in zip(inserted, newIDs) { if let id { mapping[object.objectID] = id } }
         }
         let forgottenIDs = Set(forgotten.map(\.objectID))
-        func remapped(_ values: [SnapshotValue]) -> [SnapshotValue] {
+        func remapped(_ values: RowValues) -> RowValues {
             guard hasRelationships else { return values }
-            return values.map { value in
+            return values.mapValues { value in
                 switch value {
                 case .toOne(let id?): return .toOne(mapping[id] ?? id)
                 case .toMany(let ids?): return .toMany(ids.map { mapping[$0] ?? $0 }.filter { !forgottenIDs.contains($0) })
@@ -105,7 +105,7 @@ extension ManagedObjectContext {
             changes.inserted.reserveCapacity(inserted.count)
             for (object, newID) in zip(inserted, newIDs) {
                 changes.inserted.append(RowSnapshot(objectID: newID ?? object.objectID, version: 1,
-                                                    values: stored(remapped(object.storage ?? []), of: object.entity)))
+                                                    rowValues: stored(remapped(object.storage ?? RowValues()), of: object.entity)))
             }
         }
         // Objects whose only changes are transient write no row: their version stays.
@@ -115,7 +115,7 @@ extension ManagedObjectContext {
             guard !changedIndexes.isEmpty else { continue }
             rowWritten[position] = true
             changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedVersion ?? 0,
-                                               values: stored(remapped(object.storage ?? []), of: object.entity)))
+                                               rowValues: stored(remapped(object.storage ?? RowValues()), of: object.entity)))
             changes.changedProperties[object.objectID] = changedIndexes
         }
         for object in deleted {
@@ -217,7 +217,7 @@ extension ManagedObjectContext {
     }
 
     /// Transient properties are not stored: their slots are saved as nil.
-    private func stored(_ values: [SnapshotValue], of entity: EntityDescription) -> [SnapshotValue] {
+    private func stored(_ values: RowValues, of entity: EntityDescription) -> RowValues {
         if entity.frozenHasTransients == false { return values }
         var values = values
         for (index, property) in entity.allProperties.enumerated() where index < values.count && property.isTransient {
@@ -247,7 +247,7 @@ extension ManagedObjectContext {
         registry.pruneTemporaries()
         for object in registry.objects {
             guard let storage = object.storage else { continue }
-            object.storage = storage.map { value in
+            object.storage = storage.mapValues { value in
                 switch value {
                 case .toOne(let id?): return .toOne(mapping[id] ?? id)
                 case .toMany(let ids?): return .toMany(ids.map { mapping[$0] ?? $0 })
@@ -343,12 +343,12 @@ extension ManagedObjectContext {
         let local = object.changedIndexes()
         guard persistentStoreCoordinator != nil, let storage = object.storage,
               let row = (try? freshRow(for: object.objectID)) ?? nil else { return }
-        var merged = row.values.map { value -> SnapshotValue in
+        var merged = row.rowValues.mapValues { value -> SnapshotValue in
             if case .toMany = value { return .toMany(nil) }
             return value
         }
         for index in local where index < merged.count { merged[index] = storage[index] }
-        object.committed = RowSnapshot(objectID: row.objectID, version: row.version, values: row.values.map { value in
+        object.committed = RowSnapshot(objectID: row.objectID, version: row.version, rowValues: row.rowValues.mapValues { value in
             if case .toMany = value { return .toMany(nil) }
             return value
         })

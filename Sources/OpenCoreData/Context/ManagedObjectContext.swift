@@ -158,7 +158,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// The values `object` had when the current event first changed it; nil if
     /// the event has not changed it.
-    func eventStart(of object: ManagedObject) -> [SnapshotValue]? {
+    func eventStart(of object: ManagedObject) -> RowValues? {
         object.eventNumber == eventNumber ? object.eventStart : nil
     }
     /// The coordinator's row generation when the last fetch began (see `makeFault`).
@@ -256,7 +256,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     @discardableResult
     func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil, type knownType: ManagedObject.Type? = nil,
                    unregistered: Bool = false) -> ManagedObject {
-        makeFault(id, rowValues: row?.values, version: row?.version ?? 0, generation: generation, type: knownType,
+        makeFault(id, rowValues: row?.rowValues, version: row?.version ?? 0, generation: generation, type: knownType,
                   unregistered: unregistered)
     }
 
@@ -265,7 +265,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     ///
     /// `unregistered`: the caller knows no object with `id` is registered (a fetch
     /// into a registry that was empty, see `ObjectRegistry.registerFetched`).
-    func makeFault(_ id: ObjectID, rowValues: consuming [SnapshotValue]?, version: Int64, generation: Int? = nil,
+    func makeFault(_ id: ObjectID, rowValues: consuming RowValues?, version: Int64, generation: Int? = nil,
                    type knownType: ManagedObject.Type? = nil, unregistered: Bool = false) -> ManagedObject {
         let type = knownType ?? ManagedObjectClasses.type(for: id.entity)
         let object = type.init(entity: id.entity, insertInto: nil)
@@ -292,7 +292,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         if case .some(var row) = object.faultRow.take() {
             if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
                 // The fault's reference to the row's values moves into the object.
-                load(taking: takeArray(&row.values), version: row.version, into: object)
+                load(taking: row.takeValues(), version: row.version, into: object)
                 object.awakeFromFetch()
                 return
             }
@@ -307,19 +307,19 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
 
     /// Gives a fault the values of `row`; to-many relationships stay faults.
     func load(_ row: RowSnapshot, into object: ManagedObject) {
-        load(row.values, version: row.version, into: object)
+        load(row.rowValues, version: row.version, into: object)
     }
 
     /// Gives a fault the values and version of its row.
-    func load(_ rowValues: [SnapshotValue], version: Int64, into object: ManagedObject) {
+    func load(_ rowValues: RowValues, version: Int64, into object: ManagedObject) {
         load(taking: rowValues, version: version, into: object)
     }
 
     /// Gives a fault the values and version of its row, taking the values (the
     /// caller's last reference to them moves into the object: no retain for it).
-    func load(taking rowValues: consuming [SnapshotValue], version: Int64, into object: ManagedObject) {
+    func load(taking rowValues: consuming RowValues, version: Int64, into object: ManagedObject) {
         var values = consume rowValues
-        // (Written only when needed: a write copies the row's array.)
+        // (Written only when needed: a write copies the row out of its page.)
         if object.entity.frozenHasToMany ?? true {
             for index in values.indices {
                 if case .toMany(let ids) = values[index], ids != nil { values[index] = .toMany(nil) }
@@ -337,9 +337,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         do {
             try fulfill(object)
         } catch {
-            object.storage = object.entity.allProperties.map { property in
+            object.storage = RowValues(object.entity.allProperties.map { property in
                 (property as? RelationshipDescription)?.isToMany == true ? .toMany([]) : (property is RelationshipDescription ? .toOne(nil) : .attribute(.null))
-            }
+            })
         }
     }
 
@@ -358,11 +358,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         // insertion are part of the insertion (and need no recording as updates).
         if object.storage == nil {
             // The entity's shared initial values start the event; the object gets
-            // a copy of its own, made here by a loop specialized for the values
-            // (the copy its first write would make otherwise goes through generic
-            // value witnesses: ~650 instructions a new object).
+            // a copy of its own, made now (its first write would make it anyway).
             let initial = ManagedObjectContext.initialValues(for: object.entity)
-            object.storage = initial.map { $0 }
+            object.storage = initial.copied()
             object.eventStart = initial
         } else {
             object.eventStart = object.storage
@@ -377,18 +375,18 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         object.awakeFromInsert()
     }
 
-    static func initialValues(for entity: EntityDescription) -> [SnapshotValue] {
+    static func initialValues(for entity: EntityDescription) -> RowValues {
         entity.frozenInitialValues ?? computeInitialValues(for: entity)
     }
 
-    static func computeInitialValues(for entity: EntityDescription) -> [SnapshotValue] {
-        entity.allProperties.map { property in
+    static func computeInitialValues(for entity: EntityDescription) -> RowValues {
+        RowValues(entity.allProperties.map { property -> SnapshotValue in
             switch property {
             case let attribute as AttributeDescription: return .attribute(attribute.defaultValue ?? .null)
             case let relationship as RelationshipDescription: return relationship.isToMany ? .toMany([]) : .toOne(nil)
             default: return .attribute(.null)
             }
-        }
+        })
     }
 
     /// Undoes an insertion (undo of insert).

@@ -380,7 +380,7 @@ public final class FetchedResultsController<Result: ManagedObject> {
 /// values, the rest as it is now.
 struct EarlierValues: KeyValueCoding {
     let object: ManagedObject
-    let values: [SnapshotValue]
+    let values: RowValues
 
     func value(forKey key: String) -> Any? {
         guard let index = object.entity.propertyIndex(named: key), index < values.count else {

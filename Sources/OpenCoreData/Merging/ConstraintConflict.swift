@@ -47,9 +47,9 @@ public final class ConstraintConflict {
         self.constraint = constraint
         constraintValues = values.compactMapValues(\.nativeValue)
         self.databaseObject = databaseObject
-        databaseSnapshot = databaseRow.map { MergeConflict.snapshot($0.values, $0.objectID.entity) }
+        databaseSnapshot = databaseRow.map { MergeConflict.snapshot($0.rowValues, $0.objectID.entity) }
         self.conflictingObjects = conflictingObjects
-        conflictingSnapshots = conflictingObjects.map { MergeConflict.snapshot($0.storage ?? [], $0.entity) }
+        conflictingSnapshots = conflictingObjects.map { MergeConflict.snapshot($0.storage ?? RowValues(), $0.entity) }
     }
 
     var error: CoreDataError {

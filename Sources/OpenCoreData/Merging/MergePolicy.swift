@@ -138,8 +138,8 @@ public final class MergeConflict {
     init(object: ManagedObject, persisted: RowSnapshot?) {
         sourceObject = object
         objectSnapshot = object.storage.map { MergeConflict.snapshot($0, object.entity) }
-        cachedSnapshot = object.committed.map { MergeConflict.snapshot($0.values, object.entity) }
-        persistedSnapshot = persisted.map { MergeConflict.snapshot($0.values, object.entity) }
+        cachedSnapshot = object.committed.map { MergeConflict.snapshot($0.rowValues, object.entity) }
+        persistedSnapshot = persisted.map { MergeConflict.snapshot($0.rowValues, object.entity) }
         newVersionNumber = Int(persisted?.version ?? 0)
         oldVersionNumber = Int(object.committed?.version ?? 0)
         persistedRow = persisted
@@ -152,7 +152,7 @@ public final class MergeConflict {
                              entityName: id.entityName, objectDescription: id.description)
     }
 
-    static func snapshot(_ values: [SnapshotValue], _ entity: EntityDescription) -> [String: Any] {
+    static func snapshot(_ values: RowValues, _ entity: EntityDescription) -> [String: Any] {
         var result: [String: Any] = [:]
         for (index, property) in entity.allProperties.enumerated() where index < values.count {
             switch values[index] {
@@ -213,9 +213,9 @@ extension ManagedObjectContext {
             var row = try store.row(for: object.objectID)
             if row?.version == committed.version { continue }
             if var loaded = row {
-                for (index, property) in object.entity.allProperties.enumerated() where index < loaded.values.count {
-                    guard case .toMany(nil) = loaded.values[index], let relationship = property as? RelationshipDescription else { continue }
-                    loaded.values[index] = .toMany(try store.relatedObjectIDs(of: object.objectID, relationship: relationship))
+                for (index, property) in object.entity.allProperties.enumerated() where index < loaded.rowValues.count {
+                    guard case .toMany(nil) = loaded.rowValues[index], let relationship = property as? RelationshipDescription else { continue }
+                    loaded.rowValues[index] = .toMany(try store.relatedObjectIDs(of: object.objectID, relationship: relationship))
                 }
                 row = loaded
             }
@@ -239,16 +239,16 @@ extension ManagedObjectContext {
             if type == .rollback {
                 object.deletedFlag = false
                 deletedObjectsByID.remove(object)
-                object.storage = persisted.values
+                object.storage = persisted.rowValues
             }
             object.committed = persisted
             return
         }
-        let current = object.storage ?? persisted.values
-        let cached = object.committed?.values ?? persisted.values
+        let current = object.storage ?? persisted.rowValues
+        let cached = object.committed?.rowValues ?? persisted.rowValues
         var merged = current
-        for index in merged.indices where index < persisted.values.count && index < cached.count {
-            let stored = persisted.values[index]
+        for index in merged.indices where index < persisted.rowValues.count && index < cached.count {
+            let stored = persisted.rowValues[index]
             switch type {
             case .rollback:
                 merged[index] = stored

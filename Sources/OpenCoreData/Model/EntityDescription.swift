@@ -240,7 +240,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     @exclusivity(unchecked) private var frozenNameHash: Int?
     /// The values of a new object (defaults, empty relationships), computed once
     /// when the model is frozen.
-    @exclusivity(unchecked) private(set) var frozenInitialValues: [SnapshotValue]?
+    @exclusivity(unchecked) private(set) var frozenInitialValues: RowValues?
 
     /// An attribute validation only checks for its type and presence: no range,
     /// pattern or validation rule.

@@ -141,8 +141,8 @@ extension ManagedObject {
         let names = keys ?? entity.allProperties.map(\.name)
         var result: [String: Any] = [:]
         for name in names {
-            guard let index = entity.propertyIndex(named: name), index < committed.values.count else { continue }
-            switch committed.values[index] {
+            guard let index = entity.propertyIndex(named: name), index < committed.rowValues.count else { continue }
+            switch committed.rowValues[index] {
             case .attribute(let value): result[name] = value.nativeValue ?? NSNull()
             case .toOne(let id): result[name] = id ?? NSNull() as Any
             case .toMany(let ids):

@@ -49,9 +49,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
 
     /// The values, indexed like `entity.allProperties`; nil while a fault.
     ///
-    /// Read in place (`_read`: no retain of the array); a write first gives the
+    /// A fetched object's values are in place in the page its fetch read them into
+    /// (``RowValues``), until its first change copies them into a page of its own.
+    /// Read in place (`_read`: no retain of the page); a write first gives the
     /// committed row values of its own if it shares these (see ``committedRow``).
-    var storage: [SnapshotValue]? {
+    var storage: RowValues? {
         @inline(__always) _read { yield currentValues }
         @inline(__always) set {
             separateCommittedRow()
@@ -62,21 +64,28 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             yield &currentValues
         }
     }
-    @exclusivity(unchecked) private var currentValues: [SnapshotValue]?
+    @exclusivity(unchecked) private var currentValues: RowValues?
 
     /// A row's values and version as an object keeps them: the row's ID is the
     /// object's own, so an object is smaller and a save touches less memory.
     struct KeptRow {
-        var values: [SnapshotValue]
+        var values: RowValues
         var version: Int64
+
+        /// Moves the values out, leaving none (no retain, no release).
+        mutating func takeValues() -> RowValues {
+            var taken = RowValues()
+            swap(&taken, &values)
+            return taken
+        }
     }
 
     /// The row as last read from or saved to the store; nil for a new object.
     ///
-    /// An object loaded from a row and not changed since has one array for both
+    /// An object loaded from a row and not changed since has one set of values for both
     /// (``loadRow(_:version:)``): `keptRow` then holds only the version, and the
     /// committed values are `storage`. Loading a fetched row thus touches the
-    /// object alone — a second reference would retain the row's array, which a
+    /// object alone — a second reference would retain the row's page, which a
     /// large fetch has long pushed out of the cache (a memory access per row).
     var committedRow: KeptRow? {
         get {
@@ -92,9 +101,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     @exclusivity(unchecked) private var committedIsStorage = false
 
     /// Loads a row: `values` become both the current and the committed values.
-    func loadRow(_ values: consuming [SnapshotValue], version: Int64) {
+    func loadRow(_ values: consuming RowValues, version: Int64) {
         currentValues = consume values
-        keptRow = KeptRow(values: [], version: version)
+        keptRow = KeptRow(values: RowValues(), version: version)
         committedIsStorage = true
     }
 
@@ -102,11 +111,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     var committedVersion: Int64? { keptRow?.version }
 
     /// Makes the current values the committed row as well, at `version` (a saved
-    /// object): one array for both until the next write, as after ``loadRow(_:version:)``.
-    /// The values array is not touched — in a large save it is long out of the
+    /// object): one set of values for both until the next write, as after
+    /// ``loadRow(_:version:)``. The values' page is not touched — in a large save it is long out of the
     /// cache, and a second reference would retain it.
     func commitCurrentValues(version: Int64) {
-        keptRow = KeptRow(values: [], version: version)
+        keptRow = KeptRow(values: RowValues(), version: version)
         committedIsStorage = true
     }
 
@@ -136,12 +145,12 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
 
     /// The committed row as a snapshot (with the object's ID).
     var committed: RowSnapshot? {
-        get { committedRow.map { RowSnapshot(objectID: objectID, version: $0.version, values: $0.values) } }
-        set { committedRow = newValue.map { KeptRow(values: $0.values, version: $0.version) } }
+        get { committedRow.map { RowSnapshot(objectID: objectID, version: $0.version, rowValues: $0.values) } }
+        set { committedRow = newValue.map { KeptRow(values: $0.rowValues, version: $0.version) } }
     }
     /// The values when the current event began, for `changedValuesForCurrentEvent()`;
     /// the current event's only while `eventNumber` is the context's.
-    @exclusivity(unchecked) var eventStart: [SnapshotValue]?
+    @exclusivity(unchecked) var eventStart: RowValues?
     /// The number of the context event `eventStart` is from (see
     /// `ManagedObjectContext.eventNumber`); 0 for none.
     @exclusivity(unchecked) var eventNumber = 0

@@ -164,22 +164,38 @@ public struct RowSnapshot: Sendable {
     /// The optimistic-locking version: 1 on insert, +1 on each saved update.
     public var version: Int64
     /// The values, indexed like the entity's `allProperties`.
-    public var values: [SnapshotValue]
+    public var values: [SnapshotValue] {
+        get { rowValues.array }
+        set { rowValues = RowValues(newValue) }
+    }
+    /// The values as the framework keeps them: in place in the page a store read
+    /// them into (see ``RowPage``), with no array of their own.
+    var rowValues: RowValues
 
     public init(objectID: ObjectID, version: Int64, values: [SnapshotValue]) {
         self.objectID = objectID
         self.version = version
-        self.values = values
+        self.rowValues = RowValues(values)
     }
 
-    /// Moves the values out, leaving an empty array: the caller takes the row's
+    init(objectID: ObjectID, version: Int64, rowValues: RowValues) {
+        self.objectID = objectID
+        self.version = version
+        self.rowValues = rowValues
+    }
+
+    /// Moves the values out, leaving none: the caller takes the row's
     /// reference (no retain now, no release when the row goes).
-    mutating func takeValues() -> [SnapshotValue] { takeArray(&values) }
+    mutating func takeValues() -> RowValues {
+        var taken = RowValues()
+        swap(&taken, &rowValues)
+        return taken
+    }
 
     /// The value of the property named `name`.
     public func value(named name: String) -> SnapshotValue? {
-        guard let index = objectID.entity.propertyIndex(named: name), index < values.count else { return nil }
-        return values[index]
+        guard let index = objectID.entity.propertyIndex(named: name), index < rowValues.count else { return nil }
+        return rowValues[index]
     }
 }
 

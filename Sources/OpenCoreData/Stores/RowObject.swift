@@ -20,11 +20,11 @@ struct RowObject: KeyValueCoding {
     let graph: any RowSource
 
     func value(forKey key: String) -> Any? {
-        guard let index = row.objectID.entity.propertyIndex(named: key), index < row.values.count else {
+        guard let index = row.objectID.entity.propertyIndex(named: key), index < row.rowValues.count else {
             if key == "objectID" { return AttributeValue.uri(row.objectID.uriRepresentation()) }
             return nil
         }
-        switch row.values[index] {
+        switch row.rowValues[index] {
         case .attribute(let value):
             return value
         case .toOne(let id):

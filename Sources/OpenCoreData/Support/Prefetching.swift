@@ -22,21 +22,23 @@ enum Prefetching {
     /// few hundred nanoseconds, about what a miss to memory takes).
     static let distance = 8
 
-    /// Where a row keeps the reference to its values' storage.
-    private static let valuesOffset = MemoryLayout<RowSnapshot>.offset(of: \RowSnapshot.values) ?? 0
+    /// Where a row keeps the reference to its values' page, and their place in it.
+    static let pageOffset = MemoryLayout<RowSnapshot>.offset(of: \RowSnapshot.rowValues) ?? 0
 
     /// Asks for the values of the row at `index` (nothing when out of range).
-    /// Reads the reference's bits, without retaining the array.
+    /// Reads the page reference's bits, without retaining the page.
     @inline(__always)
     static func values(of rows: UnsafeBufferPointer<RowSnapshot>, at index: Int) {
         guard index < rows.count, let base = rows.baseAddress else { return }
         let row = UnsafeRawPointer(base + index)
-        guard let storage = row.load(fromByteOffset: valuesOffset, as: UnsafeRawPointer?.self) else { return }
-        // The array's header and its first values, three cache lines: five values
-        // of 32 bytes after a 32-byte header.
-        ocd_prefetch(storage)
-        ocd_prefetch(storage + 64)
-        ocd_prefetch(storage + 128)
+        guard let page = row.load(fromByteOffset: pageOffset, as: UnsafeRawPointer?.self) else { return }
+        let start = Int(row.load(fromByteOffset: pageOffset + RowValues.startOffsetOffset, as: Int32.self))
+        // The row's first values, three cache lines (five values of 32 bytes; a
+        // saved row's page holds that row alone, after a 32-byte header).
+        let values = page + RowPage.valuesOffset + start * MemoryLayout<SnapshotValue>.stride
+        ocd_prefetch(values)
+        ocd_prefetch(values + 64)
+        ocd_prefetch(values + 128)
     }
 
     /// Asks for the object at `index` (nothing when out of range), without

@@ -110,8 +110,8 @@ public final class InMemoryStore: PersistentStore {
                 throw CoreDataError(.managedObjectReferentialIntegrity,
                                     "The object \(objectID) no longer exists in the store", objectDescription: objectID.description)
             }
-            guard let index = objectID.entity.propertyIndex(named: relationship.name), index < row.values.count,
-                  case .toMany(let ids) = row.values[index] else { return [] }
+            guard let index = objectID.entity.propertyIndex(named: relationship.name), index < row.rowValues.count,
+                  case .toMany(let ids) = row.rowValues[index] else { return [] }
             return (ids ?? []).filter { state.row($0) != nil }
         }
     }
@@ -157,7 +157,7 @@ public final class InMemoryStore: PersistentStore {
                 }
                 var stored = row
                 stored.version = 1
-                stored.values = row.values.map { value in
+                stored.rowValues = row.rowValues.mapValues { value in
                     if case .toMany(nil) = value { return .toMany([]) }
                     return value
                 }
@@ -165,10 +165,10 @@ public final class InMemoryStore: PersistentStore {
             }
             for row in changes.updated {
                 guard let pk = row.objectID.primaryKey, var stored = next.rows[row.objectID.entity.name]?[pk] else { continue }
-                let changed = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
-                for index in changed where index < row.values.count && index < stored.values.count {
-                    if case .toMany(nil) = row.values[index] { continue }
-                    stored.values[index] = row.values[index]
+                let changed = changes.changedProperties[row.objectID] ?? Array(row.rowValues.indices)
+                for index in changed where index < row.rowValues.count && index < stored.rowValues.count {
+                    if case .toMany(nil) = row.rowValues[index] { continue }
+                    stored.rowValues[index] = row.rowValues[index]
                 }
                 stored.version += 1
                 next.rows[row.objectID.entity.name]?[pk] = stored

@@ -156,7 +156,7 @@ struct SQLiteHistory: Sendable {
         }
         for row in changes.inserted { try write(.insert, row.objectID, columns: nil, tombstone: []) }
         for row in changes.updated {
-            let changed = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
+            let changed = changes.changedProperties[row.objectID] ?? Array(row.rowValues.indices)
             try write(.update, row.objectID, columns: Self.columnBitmap(entity: row.objectID.entity, changed: changed), tombstone: [])
         }
         for (id, _) in changes.deleted { try write(.delete, id, columns: nil, tombstone: tombstones[id] ?? []) }

@@ -13,9 +13,16 @@ import OpenCoreDataPredicates
 ///
 /// ```swift
 /// let reader = SQLiteRowReader(store: store, columns: statement.columns)
+/// var pages = RowPageWriter()
 /// while let row = try rows.next() {
-///     if let snapshot = try reader.snapshot(row) { result.append(snapshot) }
+///     if let snapshot = try reader.snapshot(row, into: &pages) { result.append(snapshot) }
 /// }
+/// ```
+///
+/// The values of the rows of one read go into shared pages (``RowPage``): one
+/// allocation for many rows.
+///
+/// ```swift
 /// ```
 final class SQLiteRowReader {
     // unowned(unsafe): a store keeps readers of its own statements
@@ -165,31 +172,31 @@ final class SQLiteRowReader {
         return Plan(entity: entity, slots: slots, described: described)
     }
 
-    /// The snapshot of one result row; nil when its `Z_ENT` names no entity of the model.
-    func snapshot(_ row: Row) throws -> RowSnapshot? {
-        try snapshot(RowColumns(row: row))
+    /// The snapshot of one result row, its values appended to `pages`; nil when its
+    /// `Z_ENT` names no entity of the model.
+    func snapshot(_ row: Row, into pages: inout RowPageWriter) throws -> RowSnapshot? {
+        try snapshot(RowColumns(row: row), into: &pages)
     }
 
     /// The snapshot of the row `statement` stands on (its last step returned a row),
     /// read straight from the C API: no `Row`, no `DatabaseValue` per value.
-    func snapshot(_ statement: SQLiteStatement) throws -> RowSnapshot? {
-        try snapshot(StatementColumns(statement: statement))
+    func snapshot(_ statement: SQLiteStatement, into pages: inout RowPageWriter) throws -> RowSnapshot? {
+        try snapshot(StatementColumns(statement: statement), into: &pages)
     }
 
     @inline(__always)
-    private func snapshot<Columns: ColumnSource>(_ columns: Columns) throws -> RowSnapshot? {
+    private func snapshot<Columns: ColumnSource>(_ columns: Columns, into pages: inout RowPageWriter) throws -> RowSnapshot? {
         guard let pk = columns.key(0) else { return nil }
         guard let number = columns.key(1).map({ Int(truncatingIfNeeded: $0) }), selectPlan(forNumber: number),
               let entity = lastEntity else { return nil }
         let version = columns.key(2) ?? 1
         let slots = lastSlots
-        // (Appended to a reserved array: `Array(unsafeUninitializedCapacity:)`
-        // allocates through an unspecialized path, twice as long.)
-        var values: [SnapshotValue] = []
-        values.reserveCapacity(slots.count)
-        for slot in slots { values.append(try value(of: slot, from: columns, entity: entity)) }
+        // The values go straight into the read's current page. A value that fails
+        // to decode leaves the row's earlier values in the page (destroyed with it).
+        let (page, start) = pages.beginRow(width: slots.count)
+        for slot in slots { page.append(try value(of: slot, from: columns, entity: entity)) }
         return RowSnapshot(objectID: ObjectID(pinnedEntity: entity, store: storeName, primaryKey: pk),
-                           version: version, values: values)
+                           version: version, rowValues: RowValues(page: page, start: start, count: slots.count))
     }
 
     /// The value of one property of the row `columns` stand on.

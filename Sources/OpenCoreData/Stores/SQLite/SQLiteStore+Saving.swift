@@ -53,7 +53,7 @@ extension SQLiteStore {
             }
             for row in changes.updated {
                 guard row.objectID.primaryKey != nil else { continue }
-                let indexes = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
+                let indexes = changes.changedProperties[row.objectID] ?? Array(row.rowValues.indices)
                 let key = UpdateKey(entity: ObjectIdentifier(row.objectID.entity), indexes: indexes)
                 let plan: UpdatePlan
                 if let known = cache.updates[key] {
@@ -144,8 +144,8 @@ extension SQLiteStore {
                                    _ body: (String, DatabaseValue) throws -> Void) throws {
         func append(_ assignment: (String, DatabaseValue)) throws { try body(assignment.0, assignment.1) }
         let (index, property, storage) = entry
-        guard index < row.values.count else { return }
-        switch (storage, row.values[index]) {
+        guard index < row.rowValues.count else { return }
+        switch (storage, row.rowValues[index]) {
         case (.column(let column), .attribute(let value)):
             guard let attribute = property as? AttributeDescription else { return }
             try append((column, try encode(value, for: attribute)))
@@ -225,7 +225,7 @@ extension SQLiteStore {
                              _ bytes: SQLiteBoundBytes) throws -> Bool {
         var bound = 0
         var matches = true
-        let values = row.values
+        let values = row.rowValues
         let columns = bindings.columns
         for position in bindings.storages.indices {
             if let type = bindings.plainTypes[position], bound < columns.count {
@@ -269,7 +269,7 @@ extension SQLiteStore {
         }
         let storages = storages(of: entity, indexes: Array(entity.allProperties.indices))
         // The columns every row of the entity assigns (a row of initial values).
-        let template = RowSnapshot(objectID: id, version: 1, values: ManagedObjectContext.initialValues(for: entity))
+        let template = RowSnapshot(objectID: id, version: 1, rowValues: ManagedObjectContext.initialValues(for: entity))
         let columns = try assignments(template, storages: storages).map(\.0)
         let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(SQLiteIdentifier.quoted)
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
@@ -398,7 +398,7 @@ extension SQLiteStore {
         let storages = storages(of: entity, indexes: indexes)
         // The columns every row of the entity assigns, from a row of initial values
         // (the plan is kept: a malformed first row must not shape it).
-        let template = RowSnapshot(objectID: row.objectID, version: 1, values: ManagedObjectContext.initialValues(for: entity))
+        let template = RowSnapshot(objectID: row.objectID, version: 1, rowValues: ManagedObjectContext.initialValues(for: entity))
         let columns = try assignments(template, storages: storages).map(\.0)
         let sets = ["Z_OPT = Z_OPT + 1"] + columns.map { "\(SQLiteIdentifier.quoted($0)) = ?" }
         let statement = try db.cachedStatement(sql: "UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?")
@@ -476,9 +476,9 @@ extension SQLiteStore {
     private func writeToMany(_ row: RowSnapshot, changed: [Int]?, _ db: Database) throws {
         guard let pk = row.objectID.primaryKey else { return }
         let entity = row.objectID.entity
-        for index in changed ?? Array(row.values.indices) where index < row.values.count {
+        for index in changed ?? Array(row.rowValues.indices) where index < row.rowValues.count {
             guard let relationship = entity.allProperties[index] as? RelationshipDescription, relationship.isToMany,
-                  case .toMany(let ids?) = row.values[index],
+                  case .toMany(let ids?) = row.rowValues[index],
                   let storage = schema.storage(for: relationship, in: entity) else { continue }
             switch storage {
             case .joinTable(let join):

@@ -105,6 +105,7 @@ public final class SQLiteStore: PersistentStore {
             defer { sqlite3_reset(sqliteStatement) }
             for (index, key) in keys.enumerated() { sqlite3_bind_int64(sqliteStatement, CInt(index + 1), key) }
             try lock.withLock { _ in
+                var pages = RowPageWriter()
                 while true {
                     let code = sqlite3_step(sqliteStatement)
                     if code == SQLITE_DONE { break }
@@ -112,7 +113,7 @@ public final class SQLiteStore: PersistentStore {
                         throw DatabaseError(resultCode: ResultCode(rawValue: code),
                                             message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
                     }
-                    guard let snapshot = try reader.snapshot(sqliteStatement) else { continue }
+                    guard let snapshot = try reader.snapshot(sqliteStatement, into: &pages) else { continue }
                     body(snapshot, hasKey ? sqlite3_column_int64(sqliteStatement, keyColumn) : 0)
                 }
             }
@@ -222,8 +223,9 @@ public final class SQLiteStore: PersistentStore {
             let rows = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
             let reader = SQLiteRowReader(store: self, columns: statement.columns)
             var result: [RowSnapshot] = []
+            var pages = RowPageWriter()
             while try rows.next() != nil {
-                if let snapshot = try reader.snapshot(prepared.sqliteStatement) { result.append(snapshot) }
+                if let snapshot = try reader.snapshot(prepared.sqliteStatement, into: &pages) { result.append(snapshot) }
             }
             if SQLDebug.level > 0 {
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -477,7 +479,8 @@ public final class SQLiteStore: PersistentStore {
     /// the row's concrete entity; to-many relationships are left as faults. Reading
     /// many rows, use one ``SQLiteRowReader``.
     func snapshot(_ row: Row, columns: [SQLFetchColumn]) throws -> RowSnapshot? {
-        try SQLiteRowReader(store: self, columns: columns).snapshot(row)
+        var pages = RowPageWriter()
+        return try SQLiteRowReader(store: self, columns: columns).snapshot(row, into: &pages)
     }
 
     func decode(_ value: DatabaseValue, for attribute: AttributeDescription, entity: EntityDescription) throws -> AttributeValue {
