@@ -34,6 +34,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     public let entity: EntityDescription
     /// The object's ID: temporary until saved, then permanent.
     @exclusivity(unchecked) public internal(set) var objectID: ObjectID
+    // The flags follow the ID, in the bytes its 25 leave before the next word
+    // (stored properties are laid out in declaration order).
+    @exclusivity(unchecked) var insertedFlag = false
+    @exclusivity(unchecked) var deletedFlag = false
+    @exclusivity(unchecked) private var committedIsStorage = false
     /// The context the object is registered with, if any.
     ///
     /// Core Data declares it `unowned(unsafe)`: the object does not keep its
@@ -57,6 +62,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         @inline(__always) _read { yield currentValues }
         @inline(__always) set {
             separateCommittedRow()
+            // A fault given values has no committed row (its fault row goes), and
+            // an object turned into a fault no fault row (its committed row goes).
+            if currentValues == nil || newValue == nil { keptRow = nil }
             currentValues = newValue
         }
         @inline(__always) _modify {
@@ -89,16 +97,22 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// large fetch has long pushed out of the cache (a memory access per row).
     var committedRow: KeptRow? {
         get {
+            // A fault has no committed row: what `keptRow` holds then is its fault row.
+            guard let currentValues else { return nil }
             guard committedIsStorage else { return keptRow }
-            return currentValues.map { KeptRow(values: $0, version: keptRow?.version ?? 0) }
+            return KeptRow(values: currentValues, version: keptRow?.version ?? 0)
         }
         set {
             committedIsStorage = false
             keptRow = newValue
+            // Given to a fault, it replaces any fault row, which must not fire.
+            if currentValues == nil { faultRowGeneration = -1 }
         }
     }
+    /// The committed row; while the object is a fault, its fault row (a fault has
+    /// no committed row, and an object with values no fault row: one field for
+    /// both keeps every object 24 bytes smaller).
     @exclusivity(unchecked) private var keptRow: KeptRow?
-    @exclusivity(unchecked) private var committedIsStorage = false
 
     /// Loads a row: `values` become both the current and the committed values.
     func loadRow(_ values: consuming RowValues, version: Int64) {
@@ -108,7 +122,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     /// The committed row's version, read without forming the row.
-    var committedVersion: Int64? { keptRow?.version }
+    var committedVersion: Int64? { currentValues == nil ? nil : keptRow?.version }
 
     /// Makes the current values the committed row as well, at `version` (a saved
     /// object): one set of values for both until the next write, as after
@@ -154,11 +168,17 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The number of the context event `eventStart` is from (see
     /// `ManagedObjectContext.eventNumber`); 0 for none.
     @exclusivity(unchecked) var eventNumber = 0
-    @exclusivity(unchecked) var insertedFlag = false
-    @exclusivity(unchecked) var deletedFlag = false
     /// A fault's row as fetched, and the coordinator's row generation when the
-    /// fetch began (see `ManagedObjectContext.makeFault`).
-    @exclusivity(unchecked) var faultRow: KeptRow?
+    /// fetch began (see `ManagedObjectContext.makeFault`). Kept in `keptRow`, which
+    /// a fault does not otherwise use; nil for an object with values.
+    var faultRow: KeptRow? {
+        get { currentValues == nil ? keptRow : nil }
+        set {
+            guard currentValues == nil else { return }
+            committedIsStorage = false
+            keptRow = newValue
+        }
+    }
     @exclusivity(unchecked) var faultRowGeneration = -1
     /// The object's slot in its context's registry, marked dead when the object
     /// goes (see `ObjectRegistry`).

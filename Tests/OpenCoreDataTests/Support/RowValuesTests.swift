@@ -192,4 +192,49 @@ struct RowValuesTests {
             #expect(numbers == ((0..<50).filter { $0 != 7 } + [700]).map { Optional($0) })
         }
     }
+
+    @Test("A fault keeps its fetched row where an object keeps its committed row: neither shows as the other",
+          arguments: allStoreTypes)
+    func faultRowAndCommittedRow(storeType: PersistentStoreType) throws {
+        try ObjectRegistryTests.withItems(storeType) { context, entity in
+            for n in 0..<3 { ManagedObject(entity: entity, insertInto: context).setValue(Int64(n), forKey: "number") }
+            try context.save()
+            context.reset()
+            let request = FetchRequest<ManagedObject>(entityName: "Item")
+            request.sortDescriptors = [CoreSortDescriptor(key: "number")]
+            let items = try context.fetch(request)
+            let item = items[1]
+            // A fault with its row: no committed row, no changes.
+            #expect(item.isFault && item.faultRow != nil)
+            #expect(item.committedRow == nil && item.committedVersion == nil)
+            #expect(!item.hasChanges && item.changedValues().isEmpty)
+            // Fired from its row: the row is now its committed row.
+            #expect(item.value(forKey: "number") as? Int == 1)
+            #expect(item.committedValues(forKeys: ["number"])["number"] as? Int == 1)
+            #expect(item.faultRow == nil && item.committedVersion == 1)
+            #expect(!item.hasChanges)
+            // Turned back into a fault: its committed row goes, and it fires from
+            // the store (which another context changed), not from an old row.
+            context.refresh(item, mergeChanges: false)
+            #expect(item.isFault && item.faultRow == nil && item.committedRow == nil)
+            let other = ManagedObjectContext(concurrencyType: .privateQueue)
+            other.persistentStoreCoordinator = context.persistentStoreCoordinator
+            try other.performAndWait {
+                let same = try other.existingObject(with: item.objectID)
+                same.setValue(Int64(100), forKey: "number")
+                try other.save()
+            }
+            #expect(item.value(forKey: "number") as? Int == 100)
+            #expect(item.committedValues(forKeys: ["number"])["number"] as? Int == 100)
+            // A fault whose row is older than a save fires from the store too.
+            #expect(items[2].isFault)
+            try other.performAndWait {
+                let same = try other.existingObject(with: items[2].objectID)
+                same.setValue(Int64(200), forKey: "number")
+                try other.save()
+            }
+            #expect(items[2].value(forKey: "number") as? Int == 200)
+            #expect(!items[2].hasChanges)
+        }
+    }
 }
