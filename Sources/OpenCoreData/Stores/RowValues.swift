@@ -165,9 +165,6 @@ struct RowValues: RandomAccessCollection, MutableCollection, @unchecked Sendable
         }
     }
 
-    /// Whether the values' page is used by nothing else (a write may go in place).
-    var isUnique: Bool { mutating get { isKnownUniquelyReferenced(&page) } }
-
     /// Makes the page the values' own before a write.
     @inline(__always)
     private mutating func makeUnique() {

@@ -2,13 +2,13 @@
 /// array's reference to its buffer without a retain, and nothing is released when
 /// `array` goes.
 ///
-/// Rows hand their values to the objects made from them this way: right after a
-/// large fetch the rows' buffers are out of the cache, and a retain would fetch
-/// each buffer's header back just to count a second reference.
+/// Groups of rows are handed on this way (rows hand their values to objects the
+/// same way, with `RowSnapshot.takeValues()`): right after a large fetch the
+/// buffers are out of the cache, and a retain would fetch each buffer's header
+/// back just to count a second reference.
 ///
 /// ```swift
-/// var row = rows[0]
-/// let values = takeArray(&row.values)   // row.values is now []
+/// let rows = takeArray(&grouped[position])   // grouped[position] is now []
 /// ```
 @inline(__always)
 func takeArray<Element>(_ array: inout [Element]) -> [Element] {
