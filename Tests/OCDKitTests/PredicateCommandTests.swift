@@ -16,8 +16,7 @@ struct PredicateCommandTests {
     func check() throws {
         let output = try run(["predicate", "check", Self.cases.path])
         #expect(output.hasSuffix("163 passed, 0 failed"))
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("ocd")
         let bad = folder.appendingPathComponent("bad.json")
         try Data(#"{"cases": [{"id": "x", "format": "a == 1", "object": {"a": 1}, "expect": false}]}"#.utf8).write(to: bad)
         #expect(throws: (any Error).self) { try run(["predicate", "check", bad.path]) }

@@ -11,8 +11,7 @@ struct StoreCommandTests {
         .appendingPathComponent("OpenCoreDataTests/Fixtures/coredata/objcio+core-data")
 
     func copyMoody5() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("ocd")
         let source = Self.fixtures.appendingPathComponent("Migrations/MigrationsTests/Moody 5.moody")
         let target = folder.appendingPathComponent("Moody 5.moody")
         try FileManager.default.copyItem(at: source, to: target)
@@ -57,8 +56,7 @@ struct StoreCommandTests {
 
     @Test("store create makes an empty store that opens with its model")
     func create() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("ocd")
         let path = folder.appendingPathComponent("New.sqlite").path
         let model = Self.fixtures.appendingPathComponent("Migrations/Migrations/Moody.xcdatamodeld").path
         try run(["store", "create", path, "--model", model])
@@ -71,8 +69,7 @@ struct StoreCommandTests {
 struct DemoCommandTests {
     @Test("The demo runs end to end on a SQLite store and narrates each step")
     func demo() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("ocd")
         let path = folder.appendingPathComponent("Moody.sqlite").path
         let output = try await runOCDAsync(["demo", "--store", path])
         let lines = output.split(separator: "\n").map { String($0) }

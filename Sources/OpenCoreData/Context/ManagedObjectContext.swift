@@ -97,7 +97,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// The context's undo manager (nil: changes are not undoable).
     @exclusivity(unchecked) public var undoManager: CoreUndoManager?
     /// Whether the context keeps strong references to every registered object.
-    public var retainsRegisteredObjects = false {
+    @exclusivity(unchecked) public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
                 for object in registry.objects { strong.insert(object) }

@@ -247,10 +247,9 @@ public final class PersistentStoreCoordinator: Sendable {
         var byStore: [String: SaveChanges] = [:]
         func key(_ id: ObjectID) -> String { id.storeIdentifier ?? "" }
         let first = changes.inserted.first?.objectID ?? changes.updated.first?.objectID ?? changes.deleted.first?.0
-        if let only = first.map(key), changes.inserted.allSatisfy({ key($0.objectID) == only }),
-           changes.updated.allSatisfy({ key($0.objectID) == only }), changes.deleted.allSatisfy({ key($0.0) == only }) {
+        if let first, let only = first.storeIdentity, changes.allInStore(only) {
             // One store (the common case): no regrouping, row by row, by store.
-            byStore[only] = changes
+            byStore[key(first)] = changes
         } else {
             byStore = Self.grouped(changes, by: key)
         }
@@ -264,6 +263,7 @@ public final class PersistentStoreCoordinator: Sendable {
             try store.save(storeChanges)
         }
         state.withLock { state in
+            guard !state.rowCache.isEmpty else { return }
             for row in changes.updated {
                 // Another save may have cached a newer version meanwhile.
                 guard var entry = state.rowCache[row.objectID], entry.row.version <= row.version else { continue }

@@ -43,6 +43,13 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// release of its storage (the identifier is a 36-character UUID), and
     /// compares by identity. Interned names live as long as the process.
     private unowned(unsafe) let storeName: StoreName
+    /// The interned store name's identity (nil while temporary): two permanent IDs
+    /// are of the same store exactly when these are equal, compared without
+    /// touching the identifier string.
+    var storeIdentity: ObjectIdentifier? {
+        if case .temporary = key { return nil }
+        return ObjectIdentifier(storeName)
+    }
     let key: Key
 
     /// A store identifier, interned: one object per distinct identifier, kept for

@@ -215,6 +215,19 @@ public struct SaveChanges: Sendable {
     public var contextName: String?
 
     public init() {}
+
+    /// Whether every inserted, updated and deleted row is in the store `store`
+    /// names (``ObjectID/storeIdentity``): the rows are looked at in place, by
+    /// index (iterating them would copy each, retaining its values).
+    func allInStore(_ store: ObjectIdentifier) -> Bool {
+        func all(_ rows: [RowSnapshot]) -> Bool {
+            rows.withUnsafeBufferPointer { rows in
+                for index in rows.indices where rows[index].objectID.storeIdentity != store { return false }
+                return true
+            }
+        }
+        return all(inserted) && all(updated) && deleted.allSatisfy { $0.0.storeIdentity == store }
+    }
 }
 
 extension EntityDescription {

@@ -661,6 +661,12 @@ struct ManagedObjectContextTests {
         try context.save()
         #expect(note.objectID.storeIdentifier == local.identifier)
         #expect(cache.objectID.storeIdentifier == scratch.identifier)
+        // One save across two stores: each row went to its own store.
+        let reader = ManagedObjectContext(concurrencyType: .mainQueue)
+        reader.persistentStoreCoordinator = coordinator
+        #expect(try reader.fetch(FetchRequest<ManagedObject>(entityName: "Cache")).map { $0.value(forKey: "key") as? String } == ["k"])
+        #expect(try reader.fetch(FetchRequest<ManagedObject>(entityName: "Note")).map { $0.value(forKey: "title") as? String } == ["b"])
+        #expect(try local.fetchRows(StoreFetch(entity: model.entitiesByName["Cache"]!)).isEmpty)
         #expect(throws: CoreDataError.self) { try coordinator.addPersistentStore(type: .inMemory, configuration: "Nope") }
 
         // A second store for the same configuration: a sorted fetch merges both.

@@ -25,8 +25,7 @@ final class GuideSkopelosClient: DataAccessLayer, @unchecked Sendable {
 @Suite("The data access guide's examples run as written")
 struct DataAccessGuideTests {
     @Test func guide() async throws {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("guide-\(UUID().uuidString)").appendingPathComponent("Users.sqlite")
+        let url = try TestScratch.folder("guide").appendingPathComponent("Users.sqlite")
         let model = try ManagedObjectModel(classes: [GuideUser.self])
         let dataAccess = try GuideSkopelosClient(sqliteStack: model, storeURL: url)
         let scratch = try DataAccessLayer(inMemoryStack: model)

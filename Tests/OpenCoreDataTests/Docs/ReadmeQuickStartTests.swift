@@ -14,7 +14,7 @@ import Testing
 @Suite("The README's quick start runs as written")
 struct ReadmeQuickStartTests {
     @Test func quickStart() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("readme-\(UUID().uuidString)")
+        let folder = try TestScratch.folder("readme")
         let model = try ManagedObjectModel(classes: [ReadmeMood.self])
         let container = PersistentContainer(name: "Moody", managedObjectModel: model)
         container.persistentStoreDescriptions = [PersistentStoreDescription(url: folder.appendingPathComponent("Moody.sqlite"))]

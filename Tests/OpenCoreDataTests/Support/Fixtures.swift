@@ -79,11 +79,10 @@ enum Fixtures {
         return (coordinator, folder)
     }
 
+    /// A new empty folder for one test, inside this process's scratch folder
+    /// (``TestScratch``), which goes when the test process exits.
     static func temporaryDirectory() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory
-            .appendingPathComponent("OpenCoreDataTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
+        try TestScratch.folder()
     }
 
     /// The metadata dictionary of a store copy, read from `Z_METADATA` directly.

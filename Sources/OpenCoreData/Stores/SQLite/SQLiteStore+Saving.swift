@@ -32,6 +32,9 @@ extension SQLiteStore {
             let cache = self.savePlans
             let bytes = cache.boundBytes
             var last: (entity: ObjectIdentifier, plan: InsertPlan)?
+            // Whether an inserted row's entity has to-many relationships (written
+            // after every row is in, below).
+            var insertsToMany = false
             // Rows are read in place, and the values of the rows a few places ahead
             // are asked for while this one is written (see `Prefetching`).
             try changes.inserted.withUnsafeBufferPointer { rows in
@@ -48,6 +51,7 @@ extension SQLiteStore {
                         if keepsPlans(for: rows[index].objectID.entity) { cache.inserts[key] = plan }
                     }
                     last = (key, plan)
+                    if plan.hasToMany { insertsToMany = true }
                     try insert(rows[index], plan, bytes, db)
                 }
             }
@@ -79,8 +83,14 @@ extension SQLiteStore {
                 lastDelete = (key, plan)
                 try delete(id, version: version, plan, db)
             }
-            for row in changes.inserted where cache.inserts[ObjectIdentifier(row.objectID.entity)]?.hasToMany ?? true {
-                try writeToMany(row, changed: nil, db)
+            if insertsToMany {
+                // In place, by index: a `for row in` loop copies each row (a retain
+                // and a release of its values' page, cold by now).
+                try changes.inserted.withUnsafeBufferPointer { rows in
+                    for index in rows.indices where rows[index].objectID.entity.frozenHasToMany ?? true {
+                        try writeToMany(rows[index], changed: nil, db)
+                    }
+                }
             }
             for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], db) }
             try history?.record(changes, tombstones: tombstones, schema: schema, db)
