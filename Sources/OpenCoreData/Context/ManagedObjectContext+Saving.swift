@@ -379,29 +379,97 @@ struct SaveSorting {
     /// each first when `callingWillSave`.
     init(_ strong: Set<ManagedObject>, callingWillSave: Bool) {
         inserted.reserveCapacity(strong.count)
-        var lastGroup = -1
+        // Each new object's creation number (its temporary ID's), by position in
+        // `inserted`: the set gives its objects in hash order, and new objects are
+        // put back in the order they were made (below).
+        var creation: [(number: UInt64, position: Int32)] = []
+        creation.reserveCapacity(strong.count)
+        var inCreationOrder = true
+        // Changed and deleted objects by primary key, the same way: fetched objects
+        // lie in memory roughly in key order, and SQLite updates and deletes rows
+        // in key order along its B-tree.
+        var updatedOrder: [(number: UInt64, position: Int32)] = []
+        var deletedOrder: [(number: UInt64, position: Int32)] = []
+        var updatedInOrder = true
+        var deletedInOrder = true
+        func note(_ object: ManagedObject, at position: Int, in order: inout [(number: UInt64, position: Int32)], sorted: inout Bool) {
+            let number: UInt64
+            if case .permanent(let key) = object.objectID.key { number = UInt64(bitPattern: key) } else { number = .max }
+            if let last = order.last, last.number > number { sorted = false }
+            order.append((number, Int32(truncatingIfNeeded: position)))
+        }
         for object in strong where object.hasChanges {
             if callingWillSave { object.willSave() }
             if object.insertedFlag {
                 if object.deletedFlag {
                     forgotten.append(object)
                 } else {
-                    if object.objectID.isTemporaryID {
-                        if lastGroup < 0 || temporaryByEntity[lastGroup].entity !== object.entity {
-                            lastGroup = temporaryByEntity.firstIndex { $0.entity === object.entity }
-                                ?? { temporaryByEntity.append((object.entity, [])); return temporaryByEntity.count - 1 }()
-                        }
-                        temporaryByEntity[lastGroup].indexes.append(inserted.count)
-                    }
+                    let number: UInt64
+                    if case .temporary(let made) = object.objectID.key { number = made } else { number = .max }
+                    if let last = creation.last, last.number > number { inCreationOrder = false }
+                    creation.append((number, Int32(truncatingIfNeeded: inserted.count)))
                     inserted.append(object)
                 }
             } else if object.deletedFlag {
+                note(object, at: deleted.count, in: &deletedOrder, sorted: &deletedInOrder)
                 deleted.append(object)
             } else {
+                note(object, at: updated.count, in: &updatedOrder, sorted: &updatedInOrder)
                 updated.append(object)
             }
             if !hasRelationships && !object.entity.relationshipsByName.isEmpty { hasRelationships = true }
             if allPlain && type(of: object) != ManagedObject.self { allPlain = false }
+        }
+        // New objects in the order they were made: they get their primary keys in
+        // that order, and every later pass of the save (validation, rows, writes,
+        // re-keying, freeing) walks them as they lie in memory, one after the
+        // other, instead of jumping about it in hash order (a cache miss per
+        // object and per pass once a save outgrows the caches). Positions are
+        // sorted, not the objects (moving an object retains and releases it).
+        if !inCreationOrder {
+            creation.sort { $0.number < $1.number }
+            SaveSorting.permute(&inserted, taking: &creation)
+        }
+        if !updatedInOrder {
+            updatedOrder.sort { $0.number < $1.number }
+            SaveSorting.permute(&updated, taking: &updatedOrder)
+        }
+        if !deletedInOrder {
+            deletedOrder.sort { $0.number < $1.number }
+            SaveSorting.permute(&deleted, taking: &deletedOrder)
+        }
+        var lastGroup = -1
+        for position in inserted.indices where creation[position].number != .max {
+            let object = inserted[position]
+            if lastGroup < 0 || temporaryByEntity[lastGroup].entity !== object.entity {
+                lastGroup = temporaryByEntity.firstIndex { $0.entity === object.entity }
+                    ?? { temporaryByEntity.append((object.entity, [])); return temporaryByEntity.count - 1 }()
+            }
+            temporaryByEntity[lastGroup].indexes.append(position)
+        }
+    }
+
+    /// Reorders `objects` so that the object at each position `i` is the one that
+    /// was at `order[i].position`, in place: the references are moved, cycle by
+    /// cycle, never copied (no retain, no release). `order`'s positions are used
+    /// up (set to -1) as it goes.
+    static func permute(_ objects: inout [ManagedObject], taking order: inout [(number: UInt64, position: Int32)]) {
+        precondition(objects.count == order.count)
+        objects.withUnsafeMutableBufferPointer { objects in
+            guard let base = objects.baseAddress else { return }
+            for start in objects.indices where order[start].position >= 0 {
+                let first = (base + start).move()
+                var current = start
+                var source = Int(order[current].position)
+                while source != start {
+                    (base + current).moveInitialize(from: base + source, count: 1)
+                    order[current].position = -1
+                    current = source
+                    source = Int(order[current].position)
+                }
+                (base + current).initialize(to: first)
+                order[current].position = -1
+            }
         }
     }
 }
