@@ -7,26 +7,27 @@ import Testing
 /// primary key, whatever order the context's change sets hold them in.
 @Suite("Save order")
 struct SaveOrderTests {
+    /// New items numbered `numbers`, in order.
+    static func makeItems(_ numbers: Range<Int>, _ entity: EntityDescription, in context: ManagedObjectContext) -> [ManagedObject] {
+        numbers.map { n in
+            let item = ManagedObject(entity: entity, insertInto: context)
+            item.setValue(Int64(n), forKey: "number")
+            return item
+        }
+    }
+
     @Test("New objects get their primary keys in the order they were made", arguments: allStoreTypes)
     func primaryKeysFollowCreation(storeType: PersistentStoreType) throws {
         try ObjectRegistryTests.withItems(storeType) { context, entity in
             // Enough objects that the change set's hash order is not creation order.
-            let items = (0..<500).map { n in
-                let item = ManagedObject(entity: entity, insertInto: context)
-                item.setValue(Int64(n), forKey: "number")
-                return item
-            }
+            let items = Self.makeItems(0..<500, entity, in: context)
             try context.save()
             let keys = items.compactMap(\.objectID.primaryKey)
             #expect(keys.count == items.count)
             #expect(keys == keys.sorted())
             #expect(Set(keys).count == keys.count)
             // A second save continues after the first.
-            let more = (0..<300).map { n in
-                let item = ManagedObject(entity: entity, insertInto: context)
-                item.setValue(Int64(1000 + n), forKey: "number")
-                return item
-            }
+            let more = Self.makeItems(1000..<1300, entity, in: context)
             try context.save()
             let moreKeys = more.compactMap(\.objectID.primaryKey)
             #expect(moreKeys == moreKeys.sorted())
@@ -37,22 +38,14 @@ struct SaveOrderTests {
     @Test("A save sorts changed and deleted objects by primary key, new ones by creation", arguments: allStoreTypes)
     func sortingOrder(storeType: PersistentStoreType) throws {
         try ObjectRegistryTests.withItems(storeType) { context, entity in
-            let items = (0..<400).map { n in
-                let item = ManagedObject(entity: entity, insertInto: context)
-                item.setValue(Int64(n), forKey: "number")
-                return item
-            }
+            let items = Self.makeItems(0..<400, entity, in: context)
             try context.save()
             // Changes and deletions made in a shuffled order.
-            var generator = SplitMix(seed: 7)
+            var generator = SeededGenerator(seed: 7)
             let shuffled = items.shuffled(using: &generator)
             for item in shuffled.prefix(150) { item.setValue(Int64(-1), forKey: "number") }
             for item in shuffled.dropFirst(150).prefix(150) { context.delete(item) }
-            let fresh = (0..<200).map { n in
-                let item = ManagedObject(entity: entity, insertInto: context)
-                item.setValue(Int64(5000 + n), forKey: "number")
-                return item
-            }
+            let fresh = Self.makeItems(5000..<5200, entity, in: context)
             context.processPendingChanges()
             let sorting = SaveSorting(context.strong, callingWillSave: false)
             let updatedKeys = sorting.updated.compactMap(\.objectID.primaryKey)
@@ -81,7 +74,7 @@ struct SaveOrderTests {
     func permuteMovesReferences() throws {
         let model = try ManagedObjectModel { Entity("Thing") { Attribute("name", .string) } }
         let entity = try #require(model.entitiesByName["Thing"])
-        var generator = SplitMix(seed: 42)
+        var generator = SeededGenerator(seed: 42)
         for count in [0, 1, 2, 3, 10, 257] {
             weak var probe: ManagedObject?
             do {
@@ -98,18 +91,5 @@ struct SaveOrderTests {
             // their arrays (an extra retain would keep them, a missing one crash).
             #expect(probe == nil)
         }
-    }
-}
-
-/// A small seeded generator, so shuffles are the same on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
