@@ -392,11 +392,13 @@ struct SaveSorting {
         var deletedOrder: [(number: UInt64, position: Int32)] = []
         var updatedInOrder = true
         var deletedInOrder = true
-        func note(_ object: ManagedObject, at position: Int, in order: inout [(number: UInt64, position: Int32)], sorted: inout Bool) {
-            let number: UInt64
-            if case .permanent(let key) = object.objectID.key { number = UInt64(bitPattern: key) } else { number = .max }
+        func note(_ number: UInt64, at position: Int, in order: inout [(number: UInt64, position: Int32)], sorted: inout Bool) {
             if let last = order.last, last.number > number { sorted = false }
             order.append((number, Int32(truncatingIfNeeded: position)))
+        }
+        func primaryKey(_ object: ManagedObject) -> UInt64 {
+            if case .permanent(let key) = object.objectID.key { return UInt64(bitPattern: key) }
+            return .max
         }
         for object in strong where object.hasChanges {
             if callingWillSave { object.willSave() }
@@ -406,15 +408,14 @@ struct SaveSorting {
                 } else {
                     let number: UInt64
                     if case .temporary(let made) = object.objectID.key { number = made } else { number = .max }
-                    if let last = creation.last, last.number > number { inCreationOrder = false }
-                    creation.append((number, Int32(truncatingIfNeeded: inserted.count)))
+                    note(number, at: inserted.count, in: &creation, sorted: &inCreationOrder)
                     inserted.append(object)
                 }
             } else if object.deletedFlag {
-                note(object, at: deleted.count, in: &deletedOrder, sorted: &deletedInOrder)
+                note(primaryKey(object), at: deleted.count, in: &deletedOrder, sorted: &deletedInOrder)
                 deleted.append(object)
             } else {
-                note(object, at: updated.count, in: &updatedOrder, sorted: &updatedInOrder)
+                note(primaryKey(object), at: updated.count, in: &updatedOrder, sorted: &updatedInOrder)
                 updated.append(object)
             }
             if !hasRelationships && !object.entity.relationshipsByName.isEmpty { hasRelationships = true }
@@ -426,18 +427,9 @@ struct SaveSorting {
         // other, instead of jumping about it in hash order (a cache miss per
         // object and per pass once a save outgrows the caches). Positions are
         // sorted, not the objects (moving an object retains and releases it).
-        if !inCreationOrder {
-            creation.sort { $0.number < $1.number }
-            SaveSorting.permute(&inserted, taking: &creation)
-        }
-        if !updatedInOrder {
-            updatedOrder.sort { $0.number < $1.number }
-            SaveSorting.permute(&updated, taking: &updatedOrder)
-        }
-        if !deletedInOrder {
-            deletedOrder.sort { $0.number < $1.number }
-            SaveSorting.permute(&deleted, taking: &deletedOrder)
-        }
+        if !inCreationOrder { SaveSorting.sort(&inserted, by: &creation) }
+        if !updatedInOrder { SaveSorting.sort(&updated, by: &updatedOrder) }
+        if !deletedInOrder { SaveSorting.sort(&deleted, by: &deletedOrder) }
         var lastGroup = -1
         for position in inserted.indices where creation[position].number != .max {
             let object = inserted[position]
@@ -447,6 +439,14 @@ struct SaveSorting {
             }
             temporaryByEntity[lastGroup].indexes.append(position)
         }
+    }
+
+    /// Sorts `objects` by the numbers in `order` (each with the position of its
+    /// object), moving the objects, not copying them. `order` ends up sorted, its
+    /// positions used up (see ``permute(_:taking:)``).
+    static func sort(_ objects: inout [ManagedObject], by order: inout [(number: UInt64, position: Int32)]) {
+        order.sort { $0.number < $1.number }
+        permute(&objects, taking: &order)
     }
 
     /// Reorders `objects` so that the object at each position `i` is the one that
