@@ -38,9 +38,11 @@ extension ManagedObjectContext {
         rowGenerationAtFetch = generation
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
+        var unregistered = UnregisteredDestinations(of: relationship, in: registry)
         for index in rows.indices {
             let id = rows[index].objectID
-            if let registered = registry[id] {
+            let isNew = unregistered.next(in: registry)
+            if !isNew, let registered = registry[id] {
                 if registered.isFault, registered.rowCacheOwner == nil {
                     coordinator.retainRow(rows[index])
                     registered.rowCacheOwner = coordinator
@@ -48,24 +50,20 @@ extension ManagedObjectContext {
                 objects.append(registered)
             } else {
                 // The new fault takes the row's values.
-                objects.append(makeFault(id, rowValues: rows[index].takeValues(), version: rows[index].version))
+                objects.append(makeFault(id, rowValues: rows[index].takeValues(), version: rows[index].version, unregistered: isNew))
             }
         }
         return objects
     }
 
     /// The objects prefetching filled the to-many relationship at `index` of
-    /// `object` with, when they are still exactly its members (`ids`, in order) and
-    /// registered with this context (then each is the registered object for its ID):
-    /// no registry lookup per member. Nil otherwise.
+    /// `object` with, when they still stand for its value `ids` (see
+    /// `ManagedObject.PrefetchedMembers`): no registry lookup per member. Nil otherwise.
     func prefetchedMembers(of object: ManagedObject, index: Int, ids: [ObjectID]) -> [ManagedObject]? {
         guard !object.prefetchedMembers.isEmpty,
-              let members = object.prefetchedMembers.first(where: { $0.index == index })?.objects,
-              members.count == ids.count else { return nil }
-        for (member, id) in zip(members, ids) where member.objectID != id || member.managedObjectContext !== self {
-            return nil
-        }
-        return members
+              let entry = object.prefetchedMembers.first(where: { $0.index == index }),
+              entry.stand(for: ids, generation: registry.generation) else { return nil }
+        return entry.objects
     }
 
     /// Gives the to-many fault at `index` of `object` its members: the relationship

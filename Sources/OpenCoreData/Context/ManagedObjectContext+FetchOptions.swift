@@ -168,12 +168,16 @@ extension ManagedObjectContext {
             if parts.count > 1 { rest[first]?.append(parts[1]) }
         }
         for name in order {
-            let destinations = try prefetchRelationship(name, for: objects)
-            if let nested = rest[name], !nested.isEmpty { try prefetch(nested, for: destinations) }
+            // The destinations are gathered only for the paths that go on from them.
+            let nested = rest[name] ?? []
+            let destinations = try prefetchRelationship(name, for: objects, gathering: !nested.isEmpty)
+            if !nested.isEmpty { try prefetch(nested, for: destinations) }
         }
     }
 
-    private func prefetchRelationship(_ name: String, for objects: [ManagedObject]) throws -> [ManagedObject] {
+    /// Prefetches one relationship of `objects`; returns its destinations when
+    /// `gathering` (else, possibly, none).
+    private func prefetchRelationship(_ name: String, for objects: [ManagedObject], gathering: Bool) throws -> [ManagedObject] {
         let sources = objects
         guard let first = sources.first(where: { $0.entity.relationshipsByName[name] != nil }),
               let relationship = first.entity.relationshipsByName[name],
@@ -192,7 +196,7 @@ extension ManagedObjectContext {
         // A to-many relationship: the store reads every source's members at once, when it can.
         if relationship.isToMany, sharesRowCache, let coordinator = persistentStoreCoordinator,
            let grouped = try coordinator.relatedRows(of: relevant.map(\.objectID), relationship: relationship) {
-            return fillPrefetched(grouped, of: relevant, relationship: relationship)
+            return fillPrefetched(grouped, of: relevant, relationship: relationship, gathering: gathering)
         }
         if relationship.isToMany {
             guard let inverse = relationship.inverseRelationship else { return [] }
@@ -262,8 +266,8 @@ extension ManagedObjectContext {
 
     /// ``prefetchedObject(_:)`` for a row the caller owns: an object loaded with
     /// it takes its values (`row.values` is left empty).
-    private func prefetchedObject(taking row: inout RowSnapshot) -> ManagedObject {
-        if let registered = registry[row.objectID] {
+    private func prefetchedObject(taking row: inout RowSnapshot, isNew: Bool = false) -> ManagedObject {
+        if !isNew, let registered = registry[row.objectID] {
             if registered.isFault {
                 load(taking: row.takeValues(), version: row.version, into: registered)
                 registered.awakeFromFetch()
@@ -271,7 +275,7 @@ extension ManagedObjectContext {
             return registered
         }
         // Loaded at once: the object holds its row, the row cache is not involved.
-        let object = makeFault(row.objectID, row: nil)
+        let object = makeFault(row.objectID, row: nil, unregistered: isNew)
         load(taking: row.takeValues(), version: row.version, into: object)
         object.awakeFromFetch()
         return object
@@ -280,32 +284,42 @@ extension ManagedObjectContext {
     /// Registers the destination rows of each source's to-many relationship (as
     /// the store read them, source by source), fills in the relationships that are
     /// still faults, and makes each source keep its destinations alive. Returns the
-    /// destinations, each once.
+    /// destinations, each once, when `gathering` (else none).
     private func fillPrefetched(_ grouped: consuming [[RowSnapshot]], of sources: [ManagedObject],
-                                relationship: RelationshipDescription) -> [ManagedObject] {
+                                relationship: RelationshipDescription, gathering: Bool) -> [ManagedObject] {
         var grouped = grouped
         var destinations: [ManagedObject] = []
         // Without a to-one inverse, a destination may belong to several sources.
         let shared = relationship.inverseRelationship?.isToMany != false
         var seen = Set<ObjectIdentifier>()
-        // Room for every destination in the registry, made once.
-        registry.reserveCapacity(registry.count + grouped.reduce(0) { $0 + $1.count })
+        // The sources are distinct (a fetch's objects, or a previous step's
+        // destinations, each once): with a to-one inverse, so are all the rows.
+        var unregistered = UnregisteredDestinations(of: relationship, in: registry)
+        // Room for every destination in the registry's table, made once, when they
+        // are looked up and entered there.
+        if !unregistered.skipsLookups { registry.reserveCapacity(registry.count + grouped.reduce(0) { $0 + $1.count }) }
         for (position, source) in zip(grouped.indices, sources) {
             // The source's rows, moved out of `grouped`: the objects take their values.
             var rows = takeArray(&grouped[position])
             var members: [ManagedObject] = []
             members.reserveCapacity(rows.count)
-            for index in rows.indices { members.append(prefetchedObject(taking: &rows[index])) }
+            for index in rows.indices {
+                members.append(prefetchedObject(taking: &rows[index], isNew: unregistered.next(in: registry)))
+            }
             if let index = source.entity.propertyIndex(named: relationship.name), case .toMany(nil)? = source.storage?[index] {
-                fillToManyFault(of: source, at: index, with: members.map(\.objectID))
+                let ids = members.map(\.objectID)
+                fillToManyFault(of: source, at: index, with: ids)
                 // Kept with their relationship: reading it takes them directly.
-                source.prefetchedMembers.append((index, members))
+                source.prefetchedMembers.append(ManagedObject.PrefetchedMembers(
+                    index: index, ids: ids, objects: members, registryGeneration: registry.generation))
             } else if source.prefetchedObjects.isEmpty {
                 source.prefetchedObjects = members
             } else {
                 source.prefetchedObjects += members
             }
-            if shared {
+            if !gathering {
+                continue
+            } else if shared {
                 for member in members where seen.insert(ObjectIdentifier(member)).inserted { destinations.append(member) }
             } else {
                 destinations += members

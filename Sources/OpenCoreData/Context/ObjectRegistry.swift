@@ -38,12 +38,22 @@ extension ManagedObjectContext {
         /// this registry's slots from those of an earlier generation.
         final class Deaths: Sendable {
             let count = Atomic<Int>(0)
+            /// The deaths of each root entity's objects, by the registry's number for
+            /// the root (see `rootNumber(of:)`); never reset.
+            let byRoot: InlineArray<16, Atomic<Int>> = InlineArray { _ in Atomic<Int>(0) }
+
+            func died(root: UInt8) {
+                count.add(1, ordering: .relaxed)
+                byRoot[Int(root)].add(1, ordering: .relaxed)
+            }
         }
 
         /// A registered object's address, and whether it is still registered.
         struct Slot {
             var object: Unmanaged<ManagedObject>?
             var isAlive: Bool
+            /// The registry's number for the root entity of the object's entity.
+            var root: UInt8 = 0
 
             /// Whether the slot holds `object`, registered (compares addresses only:
             /// a dead slot's object may be gone).
@@ -83,7 +93,7 @@ extension ManagedObjectContext {
             func markDead(_ object: ManagedObject) {
                 guard slot.pointee.holds(object) else { return }
                 slot.pointee.isAlive = false
-                page.deaths.count.add(1, ordering: .relaxed)
+                page.deaths.died(root: slot.pointee.root)
             }
         }
 
@@ -119,6 +129,10 @@ extension ManagedObjectContext {
         @exclusivity(unchecked) private var countAfterSweep = 0
         /// How many sweeps the table has had (for tests of the sweep policy).
         @exclusivity(unchecked) private(set) var sweepCount = 0
+        /// Moves on whenever an object stops being the registered object for its
+        /// ID while it lives (unregistered, re-keyed from a permanent ID, or the
+        /// registry emptied): what was looked up before may no longer be registered.
+        @exclusivity(unchecked) private(set) var generation = 0
 
         @inline(__always)
         private func slot(_ number: UInt32) -> UnsafeMutablePointer<Slot> {
@@ -188,9 +202,57 @@ extension ManagedObjectContext {
                     bases.append(page.slots)
                 }
             }
-            slot(number).pointee = Slot(object: .passUnretained(object), isAlive: true)
+            let root = rootNumber(of: object.objectID)
+            slot(number).pointee = Slot(object: .passUnretained(object), isAlive: true, root: root)
             object.registrySlot = SlotReference(page: pages[Int(number) / SlotPage.size], number: number)
+            registeredByRoot[Int(root)] += 1
+            slotsTaken += 1
             return number
+        }
+
+        // MARK: Live objects by root entity
+
+        /// The root entities of the objects registered so far (their addresses; an
+        /// entity an ID names lives as long as the process), numbered by position.
+        /// The last number is shared by every root past the first 15.
+        @exclusivity(unchecked) private var roots: [UnsafeMutableRawPointer] = []
+        /// How many slots objects of each numbered root took (deaths subtracted, the
+        /// objects still registered).
+        @exclusivity(unchecked) private var registeredByRoot = InlineArray<16, Int>(repeating: 0)
+        /// The entity of the last registered object, and its root's number.
+        @exclusivity(unchecked) private var lastRoot: (entity: UnsafeMutableRawPointer, number: UInt8)?
+        /// How many slots objects have taken: moves on with every new registration.
+        @exclusivity(unchecked) private(set) var slotsTaken = 0
+
+        /// This registry's number for the root entity of `id`'s entity.
+        private func rootNumber(of id: ObjectID) -> UInt8 {
+            if let lastRoot, lastRoot.entity == id.entityAddress { return lastRoot.number }
+            let root = Unmanaged.passUnretained(id.entity.rootEntity).toOpaque()
+            let number: UInt8
+            if let known = roots.firstIndex(of: root) {
+                number = UInt8(known)
+            } else if roots.count < 15 {
+                roots.append(root)
+                number = UInt8(roots.count - 1)
+            } else {
+                number = 15
+            }
+            lastRoot = (id.entityAddress, number)
+            return number
+        }
+
+        /// Whether an object whose entity has `root` as its root entity may be
+        /// registered and alive here: false only when every object of that root
+        /// this registry took has died or been unregistered (or none ever was).
+        /// Then no lookup can find an object of it, and objects made for its rows
+        /// need no lookup first (see `registerFetched`).
+        func mayHoldLiveObjects(ofRoot root: EntityDescription) -> Bool {
+            let address = Unmanaged.passUnretained(root).toOpaque()
+            guard let known = roots.firstIndex(of: address) else {
+                // Never registered here, unless counted with the shared number.
+                return roots.count == 15 && registeredByRoot[15] > deaths.byRoot[15].load(ordering: .relaxed)
+            }
+            return registeredByRoot[known] > deaths.byRoot[known].load(ordering: .relaxed)
         }
 
         /// The slot `object` is registered in under its ID, if it is.
@@ -235,6 +297,9 @@ extension ManagedObjectContext {
                 guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { continue }
                 entries[object.objectID] = number
             }
+            // Lists of objects registered without lookups grow the table too (each
+            // to-many fault of a traversal, looked up before the next).
+            sweepIfNeeded()
         }
 
         /// Registers an object a fetch made for a row, in a registry where no object
@@ -246,8 +311,28 @@ extension ManagedObjectContext {
             if object.objectID.isTemporaryID {
                 pendingTemporaries.append(number)
             } else {
+                if pendingPermanents.count >= pendingLimit { compactPendingPermanents() }
                 pendingPermanents.append(number)
             }
+        }
+
+        /// The length of the list of fetched objects' entries past which its dead
+        /// entries are dropped: objects registered without a lookup, one batch
+        /// after another (each to-many fault of a traversal), die while nothing
+        /// looks an ID up and enters the list in the table.
+        @exclusivity(unchecked) private var pendingLimit = 4096
+
+        /// Drops the dead entries of the list of fetched objects and hands their
+        /// slots out again (no table entry names a listed slot: a listed object
+        /// took a new or free slot, and its entry is only ever in the list).
+        private func compactPendingPermanents() {
+            var kept: [UInt32] = []
+            kept.reserveCapacity(pendingPermanents.count)
+            for number in pendingPermanents {
+                if isAlive(number) { kept.append(number) } else { freeSlots.append(number) }
+            }
+            pendingPermanents = kept
+            pendingLimit = Swift.max(4096, 2 * kept.count)
         }
 
         /// Registers `object` under its current ID (replacing any entry there).
@@ -260,7 +345,9 @@ extension ManagedObjectContext {
                 pendingTemporaries.append(number)
                 return
             }
-            entries[object.objectID] = number
+            // Another object registered under the ID is replaced: it is no longer
+            // the registered one.
+            if let replaced = entries.updateValue(number, forKey: object.objectID), replaced != number { generation += 1 }
             sweepIfNeeded()
         }
 
@@ -294,8 +381,9 @@ extension ManagedObjectContext {
         /// Makes `object` no longer registered (its entry stays, marked dead).
         func unregister(_ object: ManagedObject) {
             guard let number = registeredNumber(of: object) else { return }
+            generation += 1
             slot(number).pointee.isAlive = false
-            deaths.count.add(1, ordering: .relaxed)
+            deaths.died(root: slot(number).pointee.root)
         }
 
         /// Starts a pass of re-keying that ends with `pruneTemporaries()` (a pass
@@ -312,7 +400,10 @@ extension ManagedObjectContext {
             if oldID.isTemporaryID && found != nil { rekeyedTemporaries += 1 }
             // A permanent entry must not outlive its ID while its slot lives (the
             // sweep keeps entries by slot alone): it goes now.
-            if !oldID.isTemporaryID && found != nil && oldID != newID { entries[oldID] = nil }
+            if !oldID.isTemporaryID && found != nil && oldID != newID {
+                entries[oldID] = nil
+                generation += 1
+            }
             object.objectID = newID
             let number = found ?? slotNumber(for: object)
             if newID.isTemporaryID {
@@ -343,6 +434,11 @@ extension ManagedObjectContext {
         /// Unregisters every object: a new generation of slots starts (the old
         /// pages live on with the objects that still point at them).
         func removeAll() {
+            generation += 1
+            roots = []
+            registeredByRoot = InlineArray<16, Int>(repeating: 0)
+            lastRoot = nil
+            pendingLimit = 4096
             entries = [:]
             temporaries = [:]
             pendingTemporaries = []

@@ -194,7 +194,28 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         /// The members each to-many relationship was filled in with by prefetching, in
         /// order, by property index: reading the relationship takes them while they are
         /// still its members and registered here (see `relatedObjects(of:index:)`).
-        var prefetchedMembers: [(index: Int, objects: [ManagedObject])] = []
+        var prefetchedMembers: [PrefetchedMembers] = []
+    }
+
+    /// The objects prefetching filled the to-many relationship at `index` with.
+    ///
+    /// They stand for the relationship's value while it is still `ids` (the very
+    /// array: holding it here keeps it from being changed in place, so the same
+    /// buffer means the same members) and nothing was unregistered from the
+    /// context since (`registryGeneration`): then each is the registered object
+    /// for its ID, checked in constant time rather than member by member.
+    struct PrefetchedMembers {
+        var index: Int
+        var ids: [ObjectID]
+        var objects: [ManagedObject]
+        var registryGeneration: Int
+
+        /// Whether these members are the relationship's while its value is `current`
+        /// and the registry is at `generation`.
+        func stand(for current: [ObjectID], generation: Int) -> Bool {
+            guard registryGeneration == generation, ids.count == current.count, objects.count == ids.count else { return false }
+            return ids.withUnsafeBufferPointer { mine in current.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress } }
+        }
     }
     @exclusivity(unchecked) private var extras: Extras?
     private var madeExtras: Extras {
@@ -215,7 +236,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         _modify { yield &madeExtras.prefetchedObjects }
     }
     /// The members prefetching filled each to-many relationship with (see `Extras`).
-    var prefetchedMembers: [(index: Int, objects: [ManagedObject])] {
+    var prefetchedMembers: [PrefetchedMembers] {
         get { extras?.prefetchedMembers ?? [] }
         _modify { yield &madeExtras.prefetchedMembers }
     }

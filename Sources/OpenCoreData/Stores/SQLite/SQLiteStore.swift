@@ -68,7 +68,11 @@ public final class SQLiteStore: PersistentStore {
     final class RowQuery: Sendable {
         let sql: String
         let columns: [SQLFetchColumn]
-        private let lock = Mutex(())
+        /// Held while the reader is used; holds the number of rows the last read
+        /// returned, up to 256: the capacity the next one starts with (to-many
+        /// faults read runs of similar sizes: the array is not regrown row by row
+        /// each time, nor is a small read given a large read's room).
+        private let lock = Mutex(0)
         // The reader (a class with mutable plan caches) is only used while `lock` is
         // held, in rows(_:arguments:): that is what makes sharing it safe.
         private nonisolated(unsafe) let reader: SQLiteRowReader
@@ -83,8 +87,10 @@ public final class SQLiteStore: PersistentStore {
         /// statement (room made for `capacity` of them).
         func rows(_ db: Database, keys: [Int64], capacity: Int = 0) throws -> [RowSnapshot] {
             var result: [RowSnapshot] = []
-            result.reserveCapacity(capacity)
+            result.reserveCapacity(Swift.max(capacity, lock.withLock { $0 }))
             try rows(db, keys: keys) { snapshot, _ in result.append(snapshot) }
+            let count = Swift.min(result.count, 256)
+            lock.withLock { $0 = count }
             return result
         }
 
