@@ -37,14 +37,20 @@ extension ManagedObjectContext {
         /// new one per generation of the registry (`removeAll`): it also tells
         /// this registry's slots from those of an earlier generation.
         final class Deaths: Sendable {
-            let count = Atomic<Int>(0)
             /// The deaths of each root entity's objects, by the registry's number for
             /// the root (see `rootNumber(of:)`); never reset.
             let byRoot: InlineArray<16, Atomic<Int>> = InlineArray { _ in Atomic<Int>(0) }
 
             func died(root: UInt8) {
-                count.add(1, ordering: .relaxed)
                 byRoot[Int(root)].add(1, ordering: .relaxed)
+            }
+
+            /// All deaths so far (a sum, read by the rare sweep checks: a death is
+            /// then one atomic addition).
+            var total: Int {
+                var sum = 0
+                for index in byRoot.indices { sum += byRoot[index].load(ordering: .relaxed) }
+                return sum
             }
         }
 
@@ -81,23 +87,39 @@ extension ManagedObjectContext {
             }
         }
 
-        /// Where an object's slot is: its page (retained) and its number.
+        /// Where an object's slot is: its page and its number.
+        ///
+        /// The object holding the reference keeps the page retained, by hand
+        /// (`ManagedObject.registrySlot`): its deinit, which marks the slot dead,
+        /// then reads the page without retaining and releasing it once more.
         struct SlotReference {
-            let page: SlotPage
+            let page: Unmanaged<SlotPage>
             let number: UInt32
 
-            var slot: UnsafeMutablePointer<Slot> { page.slots + Int(number) % SlotPage.size }
+            var slot: UnsafeMutablePointer<Slot> {
+                page._withUnsafeGuaranteedRef { $0.slots } + Int(number) % SlotPage.size
+            }
+
+            /// Whether the slot is in a page of the registry whose deaths are `deaths`.
+            func isIn(_ deaths: Deaths) -> Bool {
+                page._withUnsafeGuaranteedRef { $0.deaths === deaths }
+            }
 
             /// Marks the slot dead if it still holds `object` (once), counting it
             /// for the registry's sweeps.
             func markDead(_ object: ManagedObject) {
+                let slot = slot
                 guard slot.pointee.holds(object) else { return }
                 slot.pointee.isAlive = false
-                page.deaths.died(root: slot.pointee.root)
+                page._withUnsafeGuaranteedRef { $0.deaths.died(root: slot.pointee.root) }
             }
         }
 
         @exclusivity(unchecked) private var deaths = Deaths()
+        /// `deaths.total` at the last sweep.
+        @exclusivity(unchecked) private var deathsAtSweep = 0
+        /// The objects that died or were unregistered since the last sweep (or reset).
+        var deathsSinceSweep: Int { deaths.total - deathsAtSweep }
         /// The slot pages, and their slots' base addresses (read without touching
         /// the pages' reference counts).
         @exclusivity(unchecked) private var pages: [SlotPage] = []
@@ -187,7 +209,7 @@ extension ManagedObjectContext {
         /// still holds in another registry is marked dead: it is registered here now).
         private func slotNumber(for object: ManagedObject) -> UInt32 {
             if let reference = object.registrySlot {
-                if reference.page.deaths === deaths && reference.slot.pointee.holds(object) { return reference.number }
+                if reference.isIn(deaths) && reference.slot.pointee.holds(object) { return reference.number }
                 reference.markDead(object)
             }
             let number: UInt32
@@ -204,7 +226,7 @@ extension ManagedObjectContext {
             }
             let root = rootNumber(of: object.objectID)
             slot(number).pointee = Slot(object: .passUnretained(object), isAlive: true, root: root)
-            object.registrySlot = SlotReference(page: pages[Int(number) / SlotPage.size], number: number)
+            object.registrySlot = SlotReference(page: .passUnretained(pages[Int(number) / SlotPage.size]), number: number)
             registeredByRoot[Int(root)] += 1
             slotsTaken += 1
             return number
@@ -263,7 +285,7 @@ extension ManagedObjectContext {
         private func registeredNumber(of object: ManagedObject) -> UInt32? {
             let id = object.objectID
             if id.isTemporaryID {
-                if let reference = object.registrySlot, reference.page.deaths === deaths, reference.slot.pointee.holds(object) {
+                if let reference = object.registrySlot, reference.isIn(deaths), reference.slot.pointee.holds(object) {
                     return reference.number
                 }
                 enterPendingTemporaries()
@@ -358,8 +380,8 @@ extension ManagedObjectContext {
         /// table at each check.
         private func sweepIfNeeded() {
             guard entries.count > Swift.max(4096, 2 * countAfterSweep) else { return }
-            if deaths.count.load(ordering: .relaxed) >= entries.count / 4 {
-                deaths.count.store(0, ordering: .relaxed)
+            if deathsSinceSweep >= entries.count / 4 {
+                deathsAtSweep = deaths.total
                 // The live entries go into a table already as large as this one
                 // may grow before the next check (twice them): a filtered copy
                 // is sized for them alone and was rehashed again as it grew.
@@ -450,6 +472,7 @@ extension ManagedObjectContext {
             rekeyedTemporaries = 0
             countAfterSweep = 0
             deaths = Deaths()
+            deathsAtSweep = 0
         }
     }
 }

@@ -100,7 +100,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     private let pinned = Atomic<Bool>(false)
 
     /// Keeps the entity alive for the rest of the process, the first time an
-    /// ``ObjectID`` or a managed object is made for it.
+    /// ``ObjectID`` or a managed object is made for it, or a relationship or
+    /// subentity of a frozen model points to it.
     ///
     /// IDs hold their entity unretained (`Unmanaged`): they are copied on every
     /// path (rows, the uniquing table, change sets, batches), and a strong
@@ -108,7 +109,10 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// same entity. An ID is `Sendable` and may outlive every model, context and
     /// coordinator, so an entity in use is never freed: what a model costs is kept
     /// once per entity (models are built once per process in practice, as in Core
-    /// Data). An entity no ID or object was made for is freed with its model.
+    /// Data). A frozen model's relationship destinations and superentities are
+    /// pinned as well, so that the references to them can be read without a weak
+    /// load (``pinReferences()``). Any other entity no ID or object was made for is
+    /// freed with its model.
     @inline(__always)
     func pinForObjectIDs() {
         guard !pinned.load(ordering: .relaxed) else { return }
@@ -131,6 +135,17 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     func checkEditable(_ what: String) {
         if isFrozen { modelMutationFailure("entity '\(name)' (\(what))") }
     }
+
+    /// Pins the references to pinned entities: to the superentity, and from each
+    /// property to its entity and the entities it names (see
+    /// `WeakAnchoredReference.pin()`). Called by the model's `freeze()`.
+    func pinReferences() {
+        if superentity?.isPinned == true { superentityReference.pin() }
+        for property in properties { property.pinReferences() }
+    }
+
+    /// Whether the entity lives for the rest of the process (see ``pinForObjectIDs()``).
+    var isPinned: Bool { pinned.load(ordering: .relaxed) }
 
     public var description: String { "EntityDescription(\(name))" }
 

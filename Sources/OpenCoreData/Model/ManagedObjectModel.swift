@@ -88,6 +88,17 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         }
         frozenEntitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         frozen = true
+        // The entities relationships point to and the superentities are kept for
+        // the rest of the process, as an entity an ID names is kept
+        // (`EntityDescription.pinForObjectIDs()`): the references to them are then
+        // read directly, without a weak load (`EntityDescription.pinReferences()`).
+        for entity in entities {
+            entity.superentity?.pinForObjectIDs()
+            for case let relationship as RelationshipDescription in entity.properties {
+                relationship.destinationEntity?.pinForObjectIDs()
+            }
+        }
+        for entity in entities { entity.pinReferences() }
         for entity in entities { entity.buildFrozenCache() }
     }
 

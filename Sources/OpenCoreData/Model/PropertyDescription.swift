@@ -67,6 +67,12 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
         self.name = name
     }
 
+    /// Pins the reference to the owning entity if it is pinned (see
+    /// `EntityDescription.pinReferences()`).
+    func pinReferences() {
+        if entity?.isPinned == true { entityReference.pin() }
+    }
+
     func checkEditable(_ what: String) {
         if isFrozen {
             modelMutationFailure("property '\(entity?.name ?? "?").\(name)' (\(what))")

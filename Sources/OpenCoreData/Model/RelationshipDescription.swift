@@ -38,6 +38,12 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         set { destinationReference.target = newValue }
     }
     @exclusivity(unchecked) private var destinationReference = WeakAnchoredReference<EntityDescription>()
+    /// Set once the model is frozen: the destination and inverse are then resolved
+    /// for good, and read without a lookup by name (a to-many fault reads both).
+    @exclusivity(unchecked) private var isResolved = false
+    // unowned(unsafe): the inverse belongs to the destination, which is pinned
+    // (never freed) before this is set (`pinReferences()`).
+    @exclusivity(unchecked) private unowned(unsafe) var resolvedInverse: RelationshipDescription?
 
     /// Creates a relationship to the entity named `destination`.
     public init(name: String, destination: String?, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false) {
@@ -54,6 +60,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     /// The destination entity, looked up by name in the model of the source entity.
     public var destinationEntity: EntityDescription? {
         get {
+            if isResolved { return destinationCache }
             if let cached = destinationCache, cached.name == destinationEntityName { return cached }
             guard let name = destinationEntityName else { return nil }
             return entity?.managedObjectModel?.entitiesByName[name]
@@ -68,6 +75,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     /// The inverse relationship on the destination entity, if any.
     public var inverseRelationship: RelationshipDescription? {
         get {
+            if isResolved { return resolvedInverse }
             guard let name = inverseRelationshipName else { return nil }
             return destinationEntity?.relationshipsByName[name]
         }
@@ -75,6 +83,17 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
             checkEditable("inverseRelationship")
             inverseRelationshipName = newValue?.name
         }
+    }
+
+    /// Resolves the destination and inverse for good (the model is frozen and the
+    /// destination pinned), then pins the reference to the destination.
+    override func pinReferences() {
+        super.pinReferences()
+        guard let destination = destinationEntity, destination.isPinned else { return }
+        destinationCache = destination
+        destinationReference.pin()
+        resolvedInverse = inverseRelationship
+        isResolved = true
     }
 
     override public func copy() -> PropertyDescription {

@@ -182,7 +182,16 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     @exclusivity(unchecked) var faultRowGeneration = -1
     /// The object's slot in its context's registry, marked dead when the object
     /// goes (see `ObjectRegistry`).
-    @exclusivity(unchecked) var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference?
+    var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference? {
+        get { slotReference }
+        set {
+            // The reference's page is retained here, by hand (see `SlotReference`).
+            _ = newValue?.page.retain()
+            slotReference?.page.release()
+            slotReference = newValue
+        }
+    }
+    @exclusivity(unchecked) private var slotReference: ManagedObjectContext.ObjectRegistry.SlotReference?
     /// What few objects need, out of line: every object is smaller, and its
     /// deinit has fewer references to release.
     final class Extras {
@@ -265,7 +274,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     deinit {
-        registrySlot?.markDead(self)
+        if let reference = slotReference {
+            reference.markDead(self)
+            reference.page.release()
+        }
         rowCacheOwner?.releaseRow(objectID)
     }
 

@@ -45,8 +45,15 @@ protocol WeakAnchored: AnyObject {
 
 /// A `weak` reference to a ``WeakAnchored`` object that gives the object no side
 /// table (see ``WeakAnchor``).
+///
+/// A reference to a target that lives for the rest of the process can be
+/// *pinned* (``pin()``): reads then go straight to the target, without the weak
+/// load of the anchor (whose side table makes each read retain and release it on
+/// the slow path). A frozen model pins its descriptions' back references.
 struct WeakAnchoredReference<Target: WeakAnchored>: @unchecked Sendable {
     private weak var anchor: WeakAnchor<Target>?
+    // unowned(unsafe): set by `pin()` only, for a target that is never freed.
+    private unowned(unsafe) var pinnedTarget: Target?
 
     init(_ target: Target? = nil) {
         anchor = target?.weakAnchor
@@ -54,7 +61,21 @@ struct WeakAnchoredReference<Target: WeakAnchored>: @unchecked Sendable {
 
     /// The target while it is alive, then nil.
     var target: Target? {
-        get { anchor?.target }
-        set { anchor = newValue?.weakAnchor }
+        get {
+            if let pinnedTarget { return pinnedTarget }
+            return anchor?.target
+        }
+        set {
+            anchor = newValue?.weakAnchor
+            pinnedTarget = nil
+        }
+    }
+
+    /// Reads the target directly from now on, until it is set again. Only for a
+    /// target kept alive for the rest of the process (a pinned entity, see
+    /// `EntityDescription.pinForObjectIDs()`), and only before the reference is
+    /// shared between threads (a frozen model is read, never written).
+    mutating func pin() {
+        pinnedTarget = anchor?.target
     }
 }

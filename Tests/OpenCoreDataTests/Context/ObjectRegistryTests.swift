@@ -186,6 +186,28 @@ struct ObjectRegistryTests {
         }
     }
 
+    @Test("Deaths are counted from the last sweep, and from zero again after a reset")
+    func deathsSinceSweep() throws {
+        try Self.withItems { context, entity in
+            var items: [ManagedObject]? = try Self.refetchedItems(0..<10_000, context, entity)
+            #expect(items?.count == 10_000)
+            #expect(context.registry.deathsSinceSweep == 0)
+            items = nil
+            #expect(context.registry.deathsSinceSweep == 10_000)
+            // New objects grow the table: the sweep counts from there.
+            try Self.saveItems(10_000..<30_000, context, entity)
+            #expect(context.registry.sweepCount > 0)
+            #expect((0...20_000).contains(context.registry.deathsSinceSweep))
+            context.reset()
+            #expect(context.registry.deathsSinceSweep == 0)
+            items = Array(try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))[0..<100])
+            #expect(items?.count == 100)
+            #expect(context.registry.deathsSinceSweep == 29_900)
+            items = nil
+            #expect(context.registry.deathsSinceSweep == 30_000)
+        }
+    }
+
     @Test("Slots freed by a sweep are handed out again: deleted objects still alive, and the objects of an earlier generation, never disturb their new holders")
     func slotReuse() throws {
         try Self.withItems { context, entity in

@@ -89,4 +89,46 @@ struct BackReferenceTests {
         #expect(ids[1] == ObjectID(entity: ids[1].entity, storeIdentifier: "STORE", primaryKey: 42))
         #expect(Set(ids).count == 2)
     }
+
+    @Test("A frozen model's relationships keep their destination and inverse, which outlive the model")
+    func frozenRelationshipsOutliveModel() throws {
+        let items: RelationshipDescription
+        let owner: RelationshipDescription
+        weak var weakModel: ManagedObjectModel?
+        weak var unrelated: EntityDescription?
+        weak var itemEntity: EntityDescription?
+        do {
+            let model = try ManagedObjectModel {
+                Entity("Owner", className: "ManagedObject") {
+                    Attribute("name", .string)
+                    Relationship("items", to: "Item", inverse: "owner", toMany: true)
+                }
+                Entity("Item", className: "ManagedObject") {
+                    Attribute("name", .string)
+                    Relationship("owner", to: "Owner", inverse: "items")
+                }
+                Entity("Loner", className: "ManagedObject") { Attribute("name", .string) }
+            }
+            weakModel = model
+            unrelated = model.entitiesByName["Loner"]
+            itemEntity = model.entitiesByName["Item"]
+            items = try #require(model.entitiesByName["Owner"]?.relationshipsByName["items"])
+            owner = try #require(model.entitiesByName["Item"]?.relationshipsByName["owner"])
+            try model.freeze()
+            #expect(items.destinationEntity === itemEntity)
+            #expect(items.inverseRelationship === owner)
+            #expect(owner.inverseRelationship === items)
+        }
+        // The model is gone; the entities relationships point to are kept, with
+        // their relationships; an entity nothing points to is freed.
+        #expect(weakModel == nil)
+        #expect(unrelated == nil)
+        #expect(itemEntity != nil)
+        #expect(items.destinationEntity?.name == "Item")
+        #expect(items.inverseRelationship?.name == "owner")
+        #expect(owner.destinationEntity?.name == "Owner")
+        #expect(owner.inverseRelationship === items)
+        #expect(items.entity?.name == "Owner")
+        #expect(owner.entity === itemEntity)
+    }
 }

@@ -35,6 +35,9 @@ public final class SQLiteStore: PersistentStore {
 
     let model: ManagedObjectModel
     let queue: DatabaseQueue
+    /// The identity of `queue`'s connection (GRDB's `Database`), which lives as
+    /// long as the queue: statements kept by ``RowQuery`` are for it alone.
+    let connection: ObjectIdentifier
     let translator: SQLFetchTranslator
     let externalStorage: ExternalBinaryStorage
     let transformers: ValueTransformerRegistry
@@ -68,18 +71,32 @@ public final class SQLiteStore: PersistentStore {
     final class RowQuery: Sendable {
         let sql: String
         let columns: [SQLFetchColumn]
-        /// Held while the reader is used; holds the number of rows the last read
-        /// returned, up to 256: the capacity the next one starts with (to-many
-        /// faults read runs of similar sizes: the array is not regrown row by row
-        /// each time, nor is a small read given a large read's room).
-        private let lock = Mutex(0)
+        /// The store's connection (see ``SQLiteStore/connection``).
+        private let connection: ObjectIdentifier
+        /// Held while the statement and reader are used.
+        private let lock = Mutex(State())
         // The reader (a class with mutable plan caches) is only used while `lock` is
-        // held, in rows(_:arguments:): that is what makes sharing it safe.
+        // held, in rows(_:keys:_:): that is what makes sharing it safe.
         private nonisolated(unsafe) let reader: SQLiteRowReader
+
+        struct State {
+            /// The number of rows the last read returned, up to 256: the capacity
+            /// the next one starts with (to-many faults read runs of similar sizes:
+            /// the array is not regrown row by row each time, nor is a small read
+            /// given a large read's room).
+            var lastCount = 0
+            /// The statement on the store's connection, prepared once. GRDB's
+            /// statement cache finds a statement by hashing its SQL text: a few
+            /// thousand instructions, paid by every fault. Statements on other
+            /// connections (query generations') come from their own caches, which
+            /// those connections finalize before they close.
+            nonisolated(unsafe) var statement: Statement?
+        }
 
         init(sql: String, columns: [SQLFetchColumn], store: SQLiteStore) {
             self.sql = sql
             self.columns = columns
+            self.connection = store.connection
             self.reader = SQLiteRowReader(store: store, columns: columns)
         }
 
@@ -87,31 +104,45 @@ public final class SQLiteStore: PersistentStore {
         /// statement (room made for `capacity` of them).
         func rows(_ db: Database, keys: [Int64], capacity: Int = 0) throws -> [RowSnapshot] {
             var result: [RowSnapshot] = []
-            result.reserveCapacity(Swift.max(capacity, lock.withLock { $0 }))
-            try rows(db, keys: keys) { snapshot, _ in result.append(snapshot) }
-            let count = Swift.min(result.count, 256)
-            lock.withLock { $0 = count }
+            try rows(db, keys: keys, reserving: { result.reserveCapacity(Swift.max(capacity, $0)) }) { snapshot, _ in
+                result.append(snapshot)
+            }
             return result
         }
 
         /// Hands each row's snapshot to `body`, with the integer of the column after
         /// the snapshot's columns (the key of the row a related row belongs to, in a
         /// query that selects it; 0 otherwise).
-        ///
+        func rows(_ db: Database, keys: [Int64], _ body: (RowSnapshot, Int64) -> Void) throws {
+            try rows(db, keys: keys, reserving: { _ in }, body)
+        }
+
         /// The keys are bound and the rows stepped through with the C API: GRDB's
         /// generic argument conversion costs more than the lookup of a row by key.
-        /// The statement is GRDB's cached one, used by this query only, and left
-        /// reset.
-        func rows(_ db: Database, keys: [Int64], _ body: (RowSnapshot, Int64) -> Void) throws {
-            let statement = try db.cachedStatement(sql: sql)
-            let sqliteStatement = statement.sqliteStatement
-            let keyColumn = CInt(3 + columns.count)
-            let hasKey = sqlite3_column_count(sqliteStatement) > keyColumn
-            sqlite3_reset(sqliteStatement)
-            defer { sqlite3_reset(sqliteStatement) }
-            for (index, key) in keys.enumerated() { sqlite3_bind_int64(sqliteStatement, CInt(index + 1), key) }
-            try lock.withLock { _ in
+        /// The statement is used by this query only, and left reset. `reserving` is
+        /// given the previous read's row count first; this read's count is kept.
+        @inline(__always)
+        private func rows(_ db: Database, keys: [Int64], reserving: (Int) -> Void,
+                          _ body: (RowSnapshot, Int64) -> Void) throws {
+            try lock.withLock { state in
+                let statement: Statement
+                if ObjectIdentifier(db) != connection {
+                    statement = try db.cachedStatement(sql: sql)
+                } else if let kept = state.statement {
+                    statement = kept
+                } else {
+                    statement = try db.makeStatement(sql: sql)
+                    state.statement = statement
+                }
+                let sqliteStatement = statement.sqliteStatement
+                let keyColumn = CInt(3 + columns.count)
+                let hasKey = sqlite3_column_count(sqliteStatement) > keyColumn
+                sqlite3_reset(sqliteStatement)
+                defer { sqlite3_reset(sqliteStatement) }
+                for (index, key) in keys.enumerated() { sqlite3_bind_int64(sqliteStatement, CInt(index + 1), key) }
+                reserving(state.lastCount)
                 var pages = RowPageWriter()
+                var count = 0
                 while true {
                     let code = sqlite3_step(sqliteStatement)
                     if code == SQLITE_DONE { break }
@@ -120,8 +151,10 @@ public final class SQLiteStore: PersistentStore {
                                             message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
                     }
                     guard let snapshot = try reader.snapshot(sqliteStatement, into: &pages) else { continue }
+                    count += 1
                     body(snapshot, hasKey ? sqlite3_column_int64(sqliteStatement, keyColumn) : 0)
                 }
+                state.lastCount = Swift.min(count, 256)
             }
         }
     }
@@ -178,6 +211,7 @@ public final class SQLiteStore: PersistentStore {
         }
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            connection = queue.inDatabase { ObjectIdentifier($0) }
             let (metadata, schema, hasHistory) = try queue.read { db -> ([String: Any], SQLiteSchema, Bool) in
                 let metadata = try SQLiteStoreMetadata.read(from: db, url: url)
                 try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
