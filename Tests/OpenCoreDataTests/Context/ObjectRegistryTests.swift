@@ -168,7 +168,7 @@ struct ObjectRegistryTests {
         }
     }
 
-    @Test("A large fetch whose objects all stay alive is not swept as the table grows; dropped, they are swept")
+    @Test("A large fetch whose objects all stay alive is not swept as the table grows; dropped, they are swept; deaths count from the last sweep, and from zero after a reset")
     func aliveObjectsAreNotSwept() throws {
         try Self.withItems { context, entity in
             var items: [ManagedObject]? = try Self.refetchedItems(0..<10_000, context, entity)
@@ -176,28 +176,18 @@ struct ObjectRegistryTests {
             // The table passed 4096 and 8192 entries, all alive: nothing to sweep.
             #expect(context.registry.sweepCount == 0)
             #expect(context.registry.count == 10_000)
+            #expect(context.registry.deathsSinceSweep == 0)
             for item in items ?? [] { #expect(context.registeredObject(for: item.objectID) === item) }
             items = nil
-            // Their entries are dead now: the next growth sweeps them.
+            #expect(context.registry.deathsSinceSweep == 10_000)
+            // Their entries are dead now: the next growth sweeps them, and the
+            // deaths are counted from there.
             try Self.saveItems(0..<20_000, context, entity)
             #expect(context.registry.sweepCount > 0)
             #expect(context.registry.count < 30_000)
             #expect(context.registeredObjects.isEmpty)
-        }
-    }
-
-    @Test("Deaths are counted from the last sweep, and from zero again after a reset")
-    func deathsSinceSweep() throws {
-        try Self.withItems { context, entity in
-            var items: [ManagedObject]? = try Self.refetchedItems(0..<10_000, context, entity)
-            #expect(items?.count == 10_000)
-            #expect(context.registry.deathsSinceSweep == 0)
-            items = nil
-            #expect(context.registry.deathsSinceSweep == 10_000)
-            // New objects grow the table: the sweep counts from there.
-            try Self.saveItems(10_000..<30_000, context, entity)
-            #expect(context.registry.sweepCount > 0)
             #expect((0...20_000).contains(context.registry.deathsSinceSweep))
+            // A reset starts the count again.
             context.reset()
             #expect(context.registry.deathsSinceSweep == 0)
             items = Array(try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))[0..<100])
