@@ -96,7 +96,10 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Removes a store; its objects can no longer be fetched or saved.
     public func remove(_ store: any PersistentStore) {
-        (store as? SQLiteStore)?.remoteChanges?.stop()
+        if let sqlite = store as? SQLiteStore {
+            sqlite.remoteChanges?.stop()
+            sqlite.releaseHeldRead()
+        }
         state.withLock { state in
             state.stores.removeAll { $0 === store }
             state.rowCache = state.rowCache.filter { $0.key.storeIdentifier != store.identifier }

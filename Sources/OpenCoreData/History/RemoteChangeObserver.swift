@@ -49,11 +49,15 @@ final class RemoteChangeObserver: Sendable {
     }
 
     private let queue: DatabaseQueue
+    /// The store connection's held read transaction, given up before asking: its
+    /// snapshot does not see other connections' commits.
+    private let heldRead: SQLiteHeldRead
     private let interval: Double
     private let state = Mutex(State())
 
-    init(queue: DatabaseQueue, interval: Double) {
+    init(queue: DatabaseQueue, heldRead: SQLiteHeldRead, interval: Double) {
         self.queue = queue
+        self.heldRead = heldRead
         self.interval = max(0.01, interval)
     }
 
@@ -95,7 +99,10 @@ final class RemoteChangeObserver: Sendable {
     }
 
     private func currentVersion() -> Int? {
-        try? queue.read { db in try Int.fetchOne(db, sql: "PRAGMA data_version") }
+        try? queue.unsafeRead { db in
+            heldRead.release(db)
+            return try Int.fetchOne(db, sql: "PRAGMA data_version")
+        }
     }
 
     private func poll() {

@@ -38,6 +38,9 @@ public final class SQLiteStore: PersistentStore {
     /// The identity of `queue`'s connection (GRDB's `Database`), which lives as
     /// long as the queue: statements kept by ``RowQuery`` are for it alone.
     let connection: ObjectIdentifier
+    /// The read transaction `queue`'s connection keeps open between single-statement
+    /// reads (see ``SQLiteHeldRead``).
+    let heldRead = SQLiteHeldRead()
     let translator: SQLFetchTranslator
     let externalStorage: ExternalBinaryStorage
     let transformers: ValueTransformerRegistry
@@ -247,7 +250,7 @@ public final class SQLiteStore: PersistentStore {
             self.history = nil
         }
         self.remoteChanges = Option.isOn(options[Option.remoteChangeNotificationPost])
-            ? RemoteChangeObserver(queue: queue, interval: options[Option.remoteChangePollInterval].flatMap(Double.init) ?? 0.5)
+            ? RemoteChangeObserver(queue: queue, heldRead: heldRead, interval: options[Option.remoteChangePollInterval].flatMap(Double.init) ?? 0.5)
             : nil
     }
 
@@ -579,8 +582,17 @@ public final class SQLiteStore: PersistentStore {
                  _ body: (Database) throws -> T) throws -> T {
         do {
             if let snapshot { return try snapshot.read(body) }
-            if singleStatement { return try queue.unsafeRead(body) }
-            return try queue.read(body)
+            if singleStatement {
+                return try queue.unsafeRead { db in
+                    heldRead.prepareRead(db, queue: queue)
+                    return try body(db)
+                }
+            }
+            return try queue.unsafeRead { db in
+                // A transaction of its own: the held one's snapshot may be behind.
+                heldRead.release(db)
+                return try SQLiteStore.inReadTransaction(db, body)
+            }
         } catch let error as CoreDataError {
             throw error
         } catch {
@@ -588,9 +600,18 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
+    /// Gives up the read transaction the connection holds between reads (when the
+    /// store leaves its coordinator: nothing should keep the log from a checkpoint).
+    func releaseHeldRead() {
+        queue.inDatabase { heldRead.release($0) }
+    }
+
     func write<T>(_ action: @autoclosure () -> String, _ body: (Database) throws -> T) throws -> T {
         do {
-            return try queue.writeWithoutTransaction { db in try SQLiteStore.inWriteTransaction(db, body) }
+            return try queue.writeWithoutTransaction { db in
+                heldRead.release(db)
+                return try SQLiteStore.inWriteTransaction(db, body)
+            }
         } catch let error as CoreDataError {
             throw error
         } catch {
@@ -605,6 +626,18 @@ extension SQLiteStore {
     /// prepares `BEGIN` and `COMMIT` for every transaction (more than a small
     /// save's own statements); here they are prepared once, from the connection's
     /// statement cache.
+    /// Runs `body` in a deferred, read-only transaction (what GRDB's `read` does).
+    static func inReadTransaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        try db.readOnly {
+            var result: T?
+            try db.inTransaction(.deferred) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+    }
+
     static func inWriteTransaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
         try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
         do {

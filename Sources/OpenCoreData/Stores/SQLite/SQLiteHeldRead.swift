@@ -1,0 +1,191 @@
+import Dispatch
+import GRDB
+import GRDBSQLite
+import Synchronization
+
+/// Keeps the read transaction of a SQLite store's connection open from one
+/// single-statement read to the next, for as long as the database has not changed.
+///
+/// A statement run on its own is a read transaction of its own: SQLite takes a read
+/// lock on the write-ahead log's shared memory (two `fcntl` calls and an `fstat`)
+/// and checks the log's index before the first row, then gives the lock back after
+/// the last. Firing one to-many fault after another (a traversal) paid that for
+/// every fault: about a tenth of such a traversal's time. A loop written against
+/// SQLite's C API does not, because it runs every child query while the parents'
+/// statement is still open.
+///
+/// The store's connection therefore keeps one small statement stepped (its read
+/// transaction stays open) between reads, and starts a read by checking that the
+/// database has not changed since the hold began: SQLite's own test, a comparison
+/// of the write-ahead log's index header in shared memory (both copies, recorded
+/// before the hold began, so that a commit racing the start is seen as a change).
+/// A change, or any write or multi-statement read on the connection, gives the hold
+/// up first; so does a timer once the connection has been idle for a few
+/// milliseconds, so that an idle store never keeps the log from being checkpointed.
+/// Stores not in WAL mode (whose readers block writers) never hold.
+///
+/// Every method is called on the store's database queue: the state's lock only
+/// makes that visible to the compiler (and is never contended).
+final class SQLiteHeldRead: Sendable {
+    /// The write-ahead log's index header: 48 bytes, twice (SQLite writes the
+    /// second copy, then the first; a reader compares them).
+    struct IndexHeader: Equatable {
+        var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                    UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
+        init(_ memory: UnsafeRawPointer) {
+            words = (memory.load(fromByteOffset: 0, as: UInt64.self), memory.load(fromByteOffset: 8, as: UInt64.self),
+                     memory.load(fromByteOffset: 16, as: UInt64.self), memory.load(fromByteOffset: 24, as: UInt64.self),
+                     memory.load(fromByteOffset: 32, as: UInt64.self), memory.load(fromByteOffset: 40, as: UInt64.self),
+                     memory.load(fromByteOffset: 48, as: UInt64.self), memory.load(fromByteOffset: 56, as: UInt64.self),
+                     memory.load(fromByteOffset: 64, as: UInt64.self), memory.load(fromByteOffset: 72, as: UInt64.self),
+                     memory.load(fromByteOffset: 80, as: UInt64.self), memory.load(fromByteOffset: 88, as: UInt64.self))
+        }
+
+        /// Both copies equal and initialized (`isInit`, byte 12 of each copy).
+        var isSettled: Bool {
+            words.0 == words.6 && words.1 == words.7 && words.2 == words.8 && words.3 == words.9
+                && words.4 == words.10 && words.5 == words.11 && (words.1 >> 32) & 0xFF != 0
+        }
+
+        static func == (lhs: IndexHeader, rhs: IndexHeader) -> Bool {
+            lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2
+                && lhs.words.3 == rhs.words.3 && lhs.words.4 == rhs.words.4 && lhs.words.5 == rhs.words.5
+                && lhs.words.6 == rhs.words.6 && lhs.words.7 == rhs.words.7 && lhs.words.8 == rhs.words.8
+                && lhs.words.9 == rhs.words.9 && lhs.words.10 == rhs.words.10 && lhs.words.11 == rhs.words.11
+        }
+    }
+
+    private struct State {
+        /// Nil until the first read asks; false when the connection cannot hold
+        /// (not in WAL mode, or no shared memory to read the header from).
+        var canHold: Bool?
+        /// The statement kept stepped while holding: it reads `Z_METADATA`'s one row.
+        nonisolated(unsafe) var statement: Statement?
+        /// The header when the hold began (before it began).
+        var header: IndexHeader?
+        /// The shared memory's first region, where the header lies (valid while the
+        /// connection is open and in WAL mode).
+        nonisolated(unsafe) var sharedMemory: UnsafeRawPointer?
+        /// Reads since the idle timer last looked.
+        var reads = 0
+        var isTimerScheduled = false
+        /// How many holds began and how many were given up because the database
+        /// had changed (for tests).
+        var holdsBegun = 0
+        var holdsInvalidated = 0
+    }
+
+    private let state = Mutex(State())
+    /// How long the connection may stay idle before the hold is given up.
+    let idleRelease: DispatchTimeInterval
+
+    init(idleRelease: DispatchTimeInterval = .milliseconds(2)) {
+        self.idleRelease = idleRelease
+    }
+
+    /// Before a single-statement read on `db` (the store's connection, on its
+    /// queue): the read then runs in a read transaction whose snapshot is current.
+    /// `queue` is the connection's queue, for the idle timer.
+    func prepareRead(_ db: Database, queue: DatabaseQueue) {
+        let scheduleTimer = state.withLock { state -> Bool in
+            state.reads &+= 1
+            if let header = state.header, let memory = state.sharedMemory {
+                if IndexHeader(memory) == header { return false }
+                // Changed since the hold began: give the old snapshot up.
+                state.holdsInvalidated += 1
+                Self.end(&state)
+            }
+            if state.canHold == nil { state.canHold = Self.canHold(db) }
+            guard state.canHold == true else { return false }
+            begin(&state, db)
+            guard state.header != nil, !state.isTimerScheduled else { return false }
+            state.isTimerScheduled = true
+            return true
+        }
+        if scheduleTimer { scheduleIdleCheck(queue) }
+    }
+
+    /// Gives the hold up (before a write, a multi-statement read, or when the store
+    /// goes away). Called on the connection's queue.
+    func release(_ db: Database) {
+        state.withLock { Self.end(&$0) }
+    }
+
+    /// Whether a hold is open, and how many began and were invalidated (for tests).
+    var statistics: (isHolding: Bool, begun: Int, invalidated: Int) {
+        state.withLock { ($0.header != nil, $0.holdsBegun, $0.holdsInvalidated) }
+    }
+
+    private func begin(_ state: inout State, _ db: Database) {
+        guard let memory = Self.sharedMemory(db) else { return }
+        let header = IndexHeader(memory)
+        guard header.isSettled else { return }
+        do {
+            let statement: Statement
+            if let kept = state.statement {
+                statement = kept
+            } else {
+                statement = try db.makeStatement(sql: "SELECT Z_VERSION FROM Z_METADATA")
+                state.statement = statement
+            }
+            guard sqlite3_step(statement.sqliteStatement) == SQLITE_ROW else {
+                sqlite3_reset(statement.sqliteStatement)
+                return
+            }
+        } catch {
+            state.canHold = false
+            return
+        }
+        state.sharedMemory = memory
+        state.header = header
+        state.holdsBegun += 1
+    }
+
+    private static func end(_ state: inout State) {
+        guard state.header != nil else { return }
+        if let statement = state.statement { sqlite3_reset(statement.sqliteStatement) }
+        state.header = nil
+        state.sharedMemory = nil
+    }
+
+    /// Looks again after `idleRelease`: no read since the last look gives the hold up.
+    private func scheduleIdleCheck(_ queue: DatabaseQueue) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + idleRelease) { [weak self, weak queue] in
+            guard let self, let queue else { return }
+            let again = queue.inDatabase { _ in
+                self.state.withLock { state -> Bool in
+                    if state.header != nil, state.reads != 0 {
+                        state.reads = 0
+                        return true
+                    }
+                    Self.end(&state)
+                    state.reads = 0
+                    state.isTimerScheduled = false
+                    return false
+                }
+            }
+            if again { self.scheduleIdleCheck(queue) }
+        }
+    }
+
+    /// Whether `db` is in WAL mode (asked once: a store's journal mode is set when
+    /// it is created or opened).
+    private static func canHold(_ db: Database) -> Bool {
+        guard let mode = try? String.fetchOne(db, sql: "PRAGMA journal_mode") else { return false }
+        return mode.lowercased() == "wal" && sharedMemory(db) != nil
+    }
+
+    /// The first region of the connection's shared memory (the WAL index), already
+    /// mapped by SQLite: nil when it is not.
+    private static func sharedMemory(_ db: Database) -> UnsafeRawPointer? {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+              let file, let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2,
+              let map = methods.pointee.xShmMap else { return nil }
+        var region: UnsafeMutableRawPointer?
+        // Not extending: a region SQLite has not mapped yet stays unmapped (nil).
+        guard map(file, 0, 32768, 0, &region) == SQLITE_OK, let region else { return nil }
+        return UnsafeRawPointer(region)
+    }
+}
