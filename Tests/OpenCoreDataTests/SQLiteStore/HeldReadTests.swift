@@ -25,10 +25,13 @@ struct HeldReadTests {
     }
 
     /// A coordinator and a context on the store at `url` (one model for every
-    /// coordinator of a test: their IDs compare equal).
+    /// coordinator of a test: their IDs compare equal). The store holds its read
+    /// transaction for up to a minute of idleness, so that the tests see holds
+    /// however slowly they run (the idle test sets its own).
     static func stack(_ model: ManagedObjectModel, _ url: URL) throws -> (PersistentStoreCoordinator, SQLiteStore, ManagedObjectContext) {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         let store = try #require(try coordinator.addPersistentStore(type: .sqlite, at: url) as? SQLiteStore)
+        store.heldRead.idleRelease = .seconds(60)
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = coordinator
         return (coordinator, store, context)
@@ -134,9 +137,10 @@ struct HeldReadTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let url = folder.appendingPathComponent("Held.sqlite")
         let (coordinator, store, context) = try Self.stack(try Self.model(), url)
+        store.heldRead.idleRelease = .milliseconds(2)
         try Self.insertItems(0..<50, owner: "a", in: context)
         #expect(try Self.itemCount(context) == 50)
-        #expect(store.heldRead.statistics.isHolding)
+        #expect(store.heldRead.statistics.begun == 1)
 
         let deadline = Date().addingTimeInterval(5)
         while store.heldRead.statistics.isHolding, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
@@ -150,6 +154,26 @@ struct HeldReadTests {
         let walSize = try FileManager.default.attributesOfItem(atPath: url.path + "-wal")[.size] as? Int
         #expect(walSize == 0)
         #expect(try Self.itemCount(context) == 50)
+        withExtendedLifetime(coordinator) {}
+    }
+
+    @Test("A store that goes away while holding closes its connection at once (the log is checkpointed and removed)")
+    func closeWhileHolding() throws {
+        let folder = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("Held.sqlite")
+        try {
+            let (coordinator, store, context) = try Self.stack(try Self.model(), url)
+            try Self.insertItems(0..<5, owner: "a", in: context)
+            #expect(try Self.itemCount(context) == 5)
+            #expect(store.heldRead.statistics.isHolding)
+            #expect(FileManager.default.fileExists(atPath: url.path + "-wal"))
+            withExtendedLifetime(coordinator) {}
+        }()
+        // The last connection to close checkpoints the log and deletes it.
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"))
+        let (coordinator, _, context) = try Self.stack(try Self.model(), url)
+        #expect(try Self.itemCount(context) == 5)
         withExtendedLifetime(coordinator) {}
     }
 

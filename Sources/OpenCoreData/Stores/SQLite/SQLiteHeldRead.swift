@@ -24,8 +24,13 @@ import Synchronization
 /// milliseconds, so that an idle store never keeps the log from being checkpointed.
 /// Stores not in WAL mode (whose readers block writers) never hold.
 ///
-/// Every method is called on the store's database queue: the state's lock only
-/// makes that visible to the compiler (and is never contended).
+/// Every method but the idle timer's is called on the store's database queue. The
+/// timer never touches the queue (it could then hold the connection's last
+/// reference, and close it late, on its own thread): it takes the state's lock, and
+/// gives the hold up only while no read is running (a read marks itself in the state
+/// between ``prepareRead(_:)`` and ``finishRead()``); the next read waits for that
+/// lock first. The store closes the hold in its `deinit`, so that its connection
+/// closes there, at once.
 final class SQLiteHeldRead: Sendable {
     /// The write-ahead log's index header: 48 bytes, twice (SQLite writes the
     /// second copy, then the first; a reader compares them).
@@ -69,7 +74,12 @@ final class SQLiteHeldRead: Sendable {
         nonisolated(unsafe) var sharedMemory: UnsafeRawPointer?
         /// Reads since the idle timer last looked.
         var reads = 0
+        /// A single-statement read is running on the connection.
+        var isReading = false
         var isTimerScheduled = false
+        /// The store went away: nothing holds again.
+        var isClosed = false
+        var idleRelease = DispatchTimeInterval.milliseconds(2)
         /// How many holds began and how many were given up because the database
         /// had changed (for tests).
         var holdsBegun = 0
@@ -77,19 +87,21 @@ final class SQLiteHeldRead: Sendable {
     }
 
     private let state = Mutex(State())
-    /// How long the connection may stay idle before the hold is given up.
-    let idleRelease: DispatchTimeInterval
 
-    init(idleRelease: DispatchTimeInterval = .milliseconds(2)) {
-        self.idleRelease = idleRelease
+    /// How long the connection may stay idle before the hold is given up (tests set
+    /// it longer, to look at a hold between reads).
+    var idleRelease: DispatchTimeInterval {
+        get { state.withLock { $0.idleRelease } }
+        set { state.withLock { $0.idleRelease = newValue } }
     }
 
     /// Before a single-statement read on `db` (the store's connection, on its
     /// queue): the read then runs in a read transaction whose snapshot is current.
-    /// `queue` is the connection's queue, for the idle timer.
-    func prepareRead(_ db: Database, queue: DatabaseQueue) {
+    /// ``finishRead()`` must follow.
+    func prepareRead(_ db: Database) {
         let scheduleTimer = state.withLock { state -> Bool in
             state.reads &+= 1
+            state.isReading = true
             if let header = state.header, let memory = state.sharedMemory {
                 if IndexHeader(memory) == header { return false }
                 // Changed since the hold began: give the old snapshot up.
@@ -97,19 +109,34 @@ final class SQLiteHeldRead: Sendable {
                 Self.end(&state)
             }
             if state.canHold == nil { state.canHold = Self.canHold(db) }
-            guard state.canHold == true else { return false }
+            guard state.canHold == true, !state.isClosed else { return false }
             begin(&state, db)
             guard state.header != nil, !state.isTimerScheduled else { return false }
             state.isTimerScheduled = true
             return true
         }
-        if scheduleTimer { scheduleIdleCheck(queue) }
+        if scheduleTimer { scheduleIdleCheck() }
+    }
+
+    /// After the read ``prepareRead(_:)`` began.
+    func finishRead() {
+        state.withLock { $0.isReading = false }
     }
 
     /// Gives the hold up (before a write, a multi-statement read, or when the store
-    /// goes away). Called on the connection's queue.
+    /// leaves its coordinator). Called on the connection's queue.
     func release(_ db: Database) {
         state.withLock { Self.end(&$0) }
+    }
+
+    /// Gives the hold up for good and finalizes its statement (the store's `deinit`:
+    /// the connection, closed next, then closes at once).
+    func close() {
+        state.withLock { state in
+            Self.end(&state)
+            state.statement = nil
+            state.isClosed = true
+        }
     }
 
     /// Whether a hold is open, and how many began and were invalidated (for tests).
@@ -149,23 +176,23 @@ final class SQLiteHeldRead: Sendable {
         state.sharedMemory = nil
     }
 
-    /// Looks again after `idleRelease`: no read since the last look gives the hold up.
-    private func scheduleIdleCheck(_ queue: DatabaseQueue) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + idleRelease) { [weak self, weak queue] in
-            guard let self, let queue else { return }
-            let again = queue.inDatabase { _ in
-                self.state.withLock { state -> Bool in
-                    if state.header != nil, state.reads != 0 {
-                        state.reads = 0
-                        return true
-                    }
-                    Self.end(&state)
+    /// Looks again after `idleRelease`: no read since the last look (and none
+    /// running) gives the hold up.
+    private func scheduleIdleCheck() {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + idleRelease) { [weak self] in
+            guard let self else { return }
+            let again = self.state.withLock { state -> Bool in
+                if state.header != nil, state.reads != 0 || state.isReading {
                     state.reads = 0
-                    state.isTimerScheduled = false
-                    return false
+                    return true
                 }
+                // The connection is idle, and the next read waits for this lock.
+                Self.end(&state)
+                state.reads = 0
+                state.isTimerScheduled = false
+                return false
             }
-            if again { self.scheduleIdleCheck(queue) }
+            if again { self.scheduleIdleCheck() }
         }
     }
 

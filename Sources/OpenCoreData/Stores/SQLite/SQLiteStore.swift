@@ -254,6 +254,11 @@ public final class SQLiteStore: PersistentStore {
             : nil
     }
 
+    deinit {
+        // Before the connection closes (it closes when `queue` goes, right after).
+        heldRead.close()
+    }
+
     // MARK: Reading
 
     func fetchRows(_ fetch: StoreFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
@@ -584,7 +589,8 @@ public final class SQLiteStore: PersistentStore {
             if let snapshot { return try snapshot.read(body) }
             if singleStatement {
                 return try queue.unsafeRead { db in
-                    heldRead.prepareRead(db, queue: queue)
+                    heldRead.prepareRead(db)
+                    defer { heldRead.finishRead() }
                     return try body(db)
                 }
             }
