@@ -69,13 +69,7 @@ extension ManagedObjectContext {
     /// Gives the to-many fault at `index` of `object` its members: the relationship
     /// is loaded, and stays unchanged (its committed value is the same).
     func fillToManyFault(of object: ManagedObject, at index: Int, with ids: [ObjectID]) {
-        object.storage?[index] = .toMany(ids)
-        if var committed = object.committed, index < committed.rowValues.count {
-            // Cleared first, so that the write below does not copy the values.
-            object.committed = nil
-            committed.rowValues[index] = .toMany(ids)
-            object.committed = committed
-        }
+        object.writeLoadedValue(.toMany(ids), at: index)
         if object.eventNumber == eventNumber, object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
     }
 

@@ -25,6 +25,9 @@ public final class PersistentStoreCoordinator: Sendable {
 
     private struct State {
         var stores: [any PersistentStore] = []
+        /// The stores by the identity of their interned identifier (`ObjectID.StoreName`):
+        /// an object ID finds its store without comparing identifier strings.
+        var storesByName: [(name: ObjectIdentifier, store: any PersistentStore)] = []
         var rowCache: [ObjectID: CachedRow] = [:]
     }
 
@@ -91,7 +94,11 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Adds a store you created (a custom store).
     public func add(_ store: any PersistentStore) {
-        state.withLock { $0.stores.append(store) }
+        let name = ObjectIdentifier(ObjectID.StoreName.named(store.identifier))
+        state.withLock { state in
+            state.stores.append(store)
+            state.storesByName.append((name, store))
+        }
     }
 
     /// Removes a store; its objects can no longer be fetched or saved.
@@ -102,6 +109,7 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         state.withLock { state in
             state.stores.removeAll { $0 === store }
+            state.storesByName.removeAll { $0.store === store }
             state.rowCache = state.rowCache.filter { $0.key.storeIdentifier != store.identifier }
         }
     }
@@ -123,8 +131,13 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// The store holding the object `id`.
     func store(for id: ObjectID) -> (any PersistentStore)? {
-        guard let identifier = id.storeIdentifier else { return store(for: id.entity) }
-        return persistentStore(withIdentifier: identifier)
+        guard let name = id.storeIdentity else { return store(for: id.entity) }
+        let found = state.withLock { state -> (any PersistentStore)? in
+            for entry in state.storesByName where entry.name == name { return entry.store }
+            return nil
+        }
+        // A custom store whose identifier changed since it was added is found by name.
+        return found ?? id.storeIdentifier.flatMap(persistentStore(withIdentifier:))
     }
 
     /// The object ID a Core Data URI names (`x-coredata://<store>/<Entity>/p<pk>`), or

@@ -141,6 +141,17 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         currentValues?[index] = value
     }
 
+    /// Writes `value` at `index` in the current and the committed values alike (a
+    /// to-many fault filled: the relationship is loaded, not changed). Values that are
+    /// both current and committed stay one set: their page is copied once, not
+    /// once for each. Nothing for a fault.
+    func writeLoadedValue(_ value: SnapshotValue, at index: Int) {
+        guard currentValues != nil else { return }
+        currentValues?[index] = value
+        guard !committedIsStorage, keptRow != nil, index < keptRow.unsafelyUnwrapped.values.count else { return }
+        keptRow?.values[index] = value
+    }
+
     @inline(__always)
     private func separateCommittedRow() {
         guard committedIsStorage else { return }
