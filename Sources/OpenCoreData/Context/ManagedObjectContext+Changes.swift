@@ -39,6 +39,10 @@ extension ManagedObjectContext {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         var unregistered = UnregisteredDestinations(of: relationship, in: registry)
+        // The class of the rows' entity, found once for a run of rows of one entity
+        // (finding it takes the entity's lock).
+        var classEntity: UnsafeMutableRawPointer?
+        var objectClass: ManagedObject.Type = ManagedObject.self
         for index in rows.indices {
             let id = rows[index].objectID
             let isNew = unregistered.next(in: registry)
@@ -49,8 +53,13 @@ extension ManagedObjectContext {
                 }
                 objects.append(registered)
             } else {
+                if id.entityAddress != classEntity {
+                    classEntity = id.entityAddress
+                    objectClass = ManagedObjectClasses.type(for: id.entity)
+                }
                 // The new fault takes the row's values.
-                objects.append(makeFault(id, rowValues: rows[index].takeValues(), version: rows[index].version, unregistered: isNew))
+                objects.append(makeFault(id, rowValues: rows[index].takeValues(), version: rows[index].version, type: objectClass,
+                                         unregistered: isNew))
             }
         }
         return objects

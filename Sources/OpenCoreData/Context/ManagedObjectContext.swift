@@ -286,11 +286,12 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Loads a fault's values from the row cache or the store.
     func fulfill(_ object: ManagedObject) throws {
         guard object.storage == nil else { return }
-        guard let coordinator = persistentStoreCoordinator else {
+        guard persistentStoreCoordinator != nil else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator to fulfill \(object.objectID)")
         }
         if case .some(var row) = object.faultRow.take() {
-            if object.faultRowGeneration == coordinator.rowGeneration.load(ordering: .acquiring) {
+            // (The coordinator read in place, not bound: binding it would retain it.)
+            if object.faultRowGeneration == persistentStoreCoordinator.unsafelyUnwrapped.rowGeneration.load(ordering: .acquiring) {
                 // The fault's reference to the row's values moves into the object.
                 load(taking: row.takeValues(), version: row.version, into: object)
                 object.awakeFromFetch()

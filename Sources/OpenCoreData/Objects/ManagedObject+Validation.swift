@@ -11,7 +11,7 @@ extension ManagedObject {
 
     /// Checks every property, throwing one error (or 1560 gathering several).
     func validatePropertyValues() throws {
-        if storage == nil { managedObjectContext?.fireFault(self) }
+        if storage == nil { fireFaultInContext() }
         let properties = entity.allProperties
         // Plain attributes of a frozen entity, when no subclass can have rules in
         // `validateValue(_:forKey:)`: a value of the attribute's own type, or nil

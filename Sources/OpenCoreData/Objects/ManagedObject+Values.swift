@@ -101,7 +101,7 @@ extension ManagedObject {
     /// no inverse maintenance and no undo (`setPrimitiveValue(_:forKey:)`).
     public func setPrimitiveValue(_ value: Any?, forKey key: String) {
         guard let index = entity.propertyIndex(named: key), let attribute = entity.allProperties[index] as? AttributeDescription else { return }
-        managedObjectContext?.fireFault(self)
+        fireFaultInContext()
         if storage == nil { storage = ManagedObjectContext.initialValues(for: entity) }
         managedObjectContext?.willChange(self)
         // Converted before the write: an optional-chain assignment keeps its access
@@ -136,7 +136,7 @@ extension ManagedObject {
     /// The last saved (or fetched) values of `keys` (nil: every property)
     /// (`committedValues(forKeys:)`). Relationships give object IDs.
     public func committedValues(forKeys keys: [String]?) -> [String: Any] {
-        managedObjectContext?.fireFault(self)
+        fireFaultInContext()
         guard let committed else { return [:] }
         let names = keys ?? entity.allProperties.map(\.name)
         var result: [String: Any] = [:]
@@ -224,13 +224,13 @@ extension ManagedObject {
     @inline(__always)
     func prepareSlot(_ index: Int) -> Bool {
         if ConcurrencyDebug.isEnabled { managedObjectContext?.assertOnQueue("a managed object's value") }
-        if storage == nil { managedObjectContext?.fireFault(self) }
+        if storage == nil { fireFaultInContext() }
         return index < storage?.count ?? 0
     }
 
     func setSlot(_ index: Int, _ value: SnapshotValue) {
         if ConcurrencyDebug.isEnabled { managedObjectContext?.assertOnQueue("setting a managed object's value") }
-        if storage == nil { managedObjectContext?.fireFault(self) }
+        if storage == nil { fireFaultInContext() }
         if storage == nil { storage = ManagedObjectContext.initialValues(for: entity) }
         guard let old = storage?[index], old != value else { return }
         if let context = managedObjectContext {

@@ -47,10 +47,25 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// context's objects, read it on the context's queue, and let the context go
     /// there too: the context clears the reference as it goes, without a lock.
     public internal(set) var managedObjectContext: ManagedObjectContext? {
-        get { contextAnchor?.target }
-        set { contextAnchor = newValue?.weakAnchor }
+        get { contextAnchor?._withUnsafeGuaranteedRef { $0.target } }
+        set {
+            // The anchor is retained by hand (released in deinit): read in place,
+            // as on every fault fired, it costs no reference counting.
+            let anchor = newValue.map { Unmanaged.passRetained($0.weakAnchor) }
+            contextAnchor?.release()
+            contextAnchor = anchor
+        }
     }
-    @exclusivity(unchecked) private var contextAnchor: WeakAnchor<ManagedObjectContext>?
+    @exclusivity(unchecked) private var contextAnchor: Unmanaged<WeakAnchor<ManagedObjectContext>>?
+
+    /// Fires the fault through the object's context, if it has one. Neither the
+    /// context nor its anchor is retained for the call (two atomic operations
+    /// each): the object is used on the context's queue, where whoever uses it
+    /// keeps the context alive, and the context keeps its anchor.
+    @inline(__always)
+    func fireFaultInContext() {
+        _ = contextAnchor?._withUnsafeGuaranteedRef { anchor in anchor.withTarget { $0.fireFault(self) } }
+    }
 
     /// The values, indexed like `entity.allProperties`; nil while a fault.
     ///
@@ -265,7 +280,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// designated initializer). With a nil context the object is not inserted.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         self.entity = entity
-        self.objectID = ObjectID(temporaryFor: entity)
+        // (From the stored entity: the argument's own last use is the store above,
+        // so its reference moves in rather than being retained again.)
+        self.objectID = ObjectID(temporaryFor: self.entity)
         ManagedObjectClasses.register(type(of: self))
         if let context {
             context.insert(self)
@@ -285,6 +302,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     deinit {
+        contextAnchor?.release()
         if let reference = slotReference {
             reference.markDead(self)
             reference.page.release()

@@ -20,6 +20,9 @@ public enum ManagedObjectClasses {
     /// The classes registered already: every new object registers its class, and
     /// naming a class (reflection) costs far more than this lookup.
     private static let registered = Mutex<Set<ObjectIdentifier>>([])
+    /// The class registered last, by identity (0 for none): stored once the class
+    /// is in `classes`.
+    private static let lastRegistered = Atomic<UInt>(0)
 
     private struct WeakModel: @unchecked Sendable {
         // Models are frozen (immutable) before they are registered; see PropertyDescription.
@@ -33,6 +36,11 @@ public enum ManagedObjectClasses {
 
     static func register(_ type: ManagedObject.Type) {
         guard type != ManagedObject.self else { return }
+        // Every new object registers its class: the class registered last is
+        // known without taking the lock (a fetch makes objects of one class).
+        let identity = UInt(bitPattern: ObjectIdentifier(type))
+        guard lastRegistered.load(ordering: .acquiring) != identity else { return }
+        defer { lastRegistered.store(identity, ordering: .releasing) }
         // Marked registered only once its names are in `classes` (another thread
         // seeing the mark must find them).
         guard !registered.withLock({ $0.contains(ObjectIdentifier(type)) }) else { return }

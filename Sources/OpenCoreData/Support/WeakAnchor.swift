@@ -30,10 +30,26 @@
 /// owner.target = entity          // like `weak var owner: Entity?`
 /// ```
 final class WeakAnchor<Target: AnyObject>: @unchecked Sendable {
-    // unowned(unsafe): the target sets this right after its initialization and,
+    // Unretained: the target sets this right after its initialization and,
     // for targets outlived by strong holders of the anchor, clears it in deinit.
     // Weak holders can only reach the anchor while the target holds it.
-    unowned(unsafe) var target: Target?
+    private var reference: Unmanaged<Target>?
+
+    /// The target, while it is alive.
+    var target: Target? {
+        @inline(__always) get { reference?.takeUnretainedValue() }
+        set { reference = newValue.map { Unmanaged.passUnretained($0) } }
+    }
+
+    /// Calls `body` with the target, if it is alive, without retaining it (a
+    /// retained reference costs two atomic operations): only for a caller that
+    /// knows the target lives through the call (a managed object's context,
+    /// used on its own queue).
+    @inline(__always)
+    func withTarget<Result>(_ body: (Target) throws -> Result) rethrows -> Result? {
+        guard let reference else { return nil }
+        return try reference._withUnsafeGuaranteedRef(body)
+    }
 
     init() {}
 }

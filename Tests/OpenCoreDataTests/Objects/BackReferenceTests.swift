@@ -33,6 +33,39 @@ struct BackReferenceTests {
         #expect(person.value(forKey: "name") as? String == "Grace")
     }
 
+    @Test("Objects hold their context's anchor by hand: it goes with the last holder, and a fault outliving its context stays a fault")
+    func anchorHeldByObjects() throws {
+        let model = try personModel()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        _ = try coordinator.addPersistentStore(type: .inMemory)
+        let entity = try #require(model.entitiesByName["Person"])
+        weak var anchor: WeakAnchor<ManagedObjectContext>?
+        var context: ManagedObjectContext? = ManagedObjectContext(concurrencyType: .privateQueue)
+        context?.persistentStoreCoordinator = coordinator
+        anchor = context?.weakAnchor
+        var kept: ManagedObject? = try context.map { context in
+            try context.performAndWait {
+                let person = ManagedObject(entity: entity, insertInto: context)
+                person.setValue("Ada", forKey: "name")
+                try context.save()
+                // Registered, unregistered and registered again: one reference each time.
+                context.reset()
+                let fault = context.object(with: person.objectID)
+                #expect(fault.isFault && fault.managedObjectContext === context)
+                return fault
+            }
+        }
+        context = nil
+        // The object still holds the anchor; the anchor no longer has its target.
+        #expect(anchor != nil)
+        #expect(kept?.managedObjectContext == nil)
+        // Reading the fault without a context fires nothing and does not crash.
+        #expect(kept?.value(forKey: "name") == nil)
+        #expect(kept?.isFault == true)
+        kept = nil
+        #expect(anchor == nil)
+    }
+
     @Test("Properties and entities outliving their owners see nil owners")
     func modelPartsOutliveOwners() {
         var entity: EntityDescription? = EntityDescription(name: "Person")
