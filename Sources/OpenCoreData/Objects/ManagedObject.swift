@@ -279,10 +279,14 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
-        self.entity = entity
-        // (From the stored entity: the argument's own last use is the store above,
-        // so its reference moves in rather than being retained again.)
-        self.objectID = ObjectID(temporaryFor: self.entity)
+        // The entity is pinned and its ID made through an unretained reference:
+        // the argument's own reference then moves into `entity`, where a direct
+        // use cost a retain and a release of it (the entity all of a fetch's
+        // objects share).
+        let unretained = Unmanaged.passUnretained(entity)
+        unretained._withUnsafeGuaranteedRef { $0.pinForObjectIDs() }
+        self.objectID = ObjectID(temporaryForPinned: unretained)
+        self.entity = consume entity
         ManagedObjectClasses.register(type(of: self))
         if let context {
             context.insert(self)

@@ -104,7 +104,13 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// A new temporary ID for an inserted object.
     init(temporaryFor entity: EntityDescription) {
         entity.pinForObjectIDs()
-        self.entityReference = Unmanaged.passUnretained(entity)
+        self.init(temporaryForPinned: Unmanaged.passUnretained(entity))
+    }
+
+    /// ``init(temporaryFor:)`` for an entity already pinned, given unretained (a
+    /// new object's: no reference counting on the entity for its ID).
+    init(temporaryForPinned entity: Unmanaged<EntityDescription>) {
+        self.entityReference = entity
         self.storeName = StoreName.none
         self.key = .temporary(temporaryIDCounter.add(1, ordering: .relaxed).newValue)
     }
