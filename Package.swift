@@ -92,6 +92,7 @@ let package = Package(
                 "OpenCoreData",
                 "OpenCoreDataPredicates",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"]
         ),

@@ -148,30 +148,33 @@ extension ManagedObjectContext {
         rows.withUnsafeMutableBufferPointer { rows in
             for index in rows.indices {
                 let row = rows.baseAddress.unsafelyUnwrapped + index
-                let object: ManagedObject
                 let isNew = unregisteredCount >= 0 && registry.entryCount == unregisteredCount
                 if isNew { unregisteredCount += 1 } else { unregisteredCount = -1 }
+                // Each branch moves its object into the array (`consume`): one
+                // object for every branch, assigned in each, was copied twice
+                // more (a retain and a release each, per row).
                 if !isNew, let registered = registry[row.pointee.objectID] {
-                    object = registered
-                    if !fetch.includesPropertyValues { objects.append(object); continue }
-                    if object.isFault && !asFaults {
-                        load(row.pointee.rowValues, version: row.pointee.version, into: object)
-                        object.awakeFromFetch()
-                    } else if !object.isFault && request.shouldRefreshRefetchedObjects {
-                        refreshRefetched(object, with: row.pointee)
+                    if fetch.includesPropertyValues {
+                        if registered.isFault && !asFaults {
+                            load(row.pointee.rowValues, version: row.pointee.version, into: registered)
+                            registered.awakeFromFetch()
+                        } else if !registered.isFault && request.shouldRefreshRefetchedObjects {
+                            refreshRefetched(registered, with: row.pointee)
+                        }
                     }
+                    objects.append(consume registered)
                 } else if !fetch.includesPropertyValues {
-                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID), unregistered: isNew)
+                    objects.append(makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID), unregistered: isNew))
                 } else if asFaults {
                     // The fault keeps the row and fires from it (see `makeFault`).
-                    object = makeFault(row.pointee.objectID, rowValues: row.pointee.takeValues(), version: row.pointee.version, generation: generation,
-                                       type: objectClass(row.pointee.objectID), unregistered: isNew)
+                    objects.append(makeFault(row.pointee.objectID, rowValues: row.pointee.takeValues(), version: row.pointee.version,
+                                             generation: generation, type: objectClass(row.pointee.objectID), unregistered: isNew))
                 } else {
-                    object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID), unregistered: isNew)
+                    let object = makeFault(row.pointee.objectID, row: nil, type: objectClass(row.pointee.objectID), unregistered: isNew)
                     load(taking: row.pointee.takeValues(), version: row.pointee.version, into: object)
                     object.awakeFromFetch()
+                    objects.append(consume object)
                 }
-                objects.append(object)
             }
         }
         guard merging else { return objects }

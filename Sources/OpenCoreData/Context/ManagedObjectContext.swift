@@ -46,7 +46,11 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// The context's concurrency type.
     public let concurrencyType: ConcurrencyType
     /// The coordinator the context reads from and saves to.
-    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+    ///
+    /// (Unchecked exclusivity: every fault fired reads it, and a checked read of a
+    /// class's stored property costs a call into the runtime. The context is used
+    /// on its own queue, where nothing else accesses it at the same time.)
+    @exclusivity(unchecked) public var persistentStoreCoordinator: PersistentStoreCoordinator? {
         didSet { updateMergeRegistration(previous: oldValue) }
     }
     /// The queue the context and its objects belong to.
@@ -267,7 +271,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// into a registry that was empty, see `ObjectRegistry.registerFetched`).
     func makeFault(_ id: ObjectID, rowValues: consuming RowValues?, version: Int64, generation: Int? = nil,
                    type knownType: ManagedObject.Type? = nil, unregistered: Bool = false) -> ManagedObject {
-        let type = knownType ?? ManagedObjectClasses.type(for: id.entity)
+        let type = knownType ?? id.withEntity { ManagedObjectClasses.type(for: $0) }
         let object = type.init(entity: id.entity, insertInto: nil)
         object.objectID = id
         object.storage = nil

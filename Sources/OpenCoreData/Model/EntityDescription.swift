@@ -286,7 +286,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?
     /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
     /// it, with the registration generation it was resolved in.
-    let resolvedClass = Mutex<(generation: Int, type: ManagedObject.Type)?>(nil)
+    let resolvedClass = ResolvedClassCache()
 
     /// The relationships (inherited included) whose destination is `entity`.
     public func relationships(forDestination entity: EntityDescription) -> [RelationshipDescription] {

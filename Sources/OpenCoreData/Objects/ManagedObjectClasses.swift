@@ -59,12 +59,19 @@ public enum ManagedObjectClasses {
     /// The class for an entity: the registered class named by the entity's class
     /// name (a module prefix such as `Moody.Mood` or `.Mood` is ignored), or
     /// `ManagedObject`.
+    @inline(__always)
     static func type(for entity: EntityDescription) -> ManagedObject.Type {
-        // Once per entity and registration generation: every fault asks.
+        // Resolved once per entity and registration generation: every fault
+        // asks, and reads the answer without a lock (see `ResolvedClassCache`).
         let current = generation.load(ordering: .acquiring)
-        if let cached = entity.resolvedClass.withLock({ $0 }), cached.generation == current { return cached.type }
+        if let type = entity.resolvedClass.type(in: current) { return type }
+        return resolveAndCache(entity, in: current)
+    }
+
+    @inline(never)
+    private static func resolveAndCache(_ entity: EntityDescription, in generation: Int) -> ManagedObject.Type {
         let type = resolve(entity)
-        entity.resolvedClass.withLock { $0 = (current, type) }
+        entity.resolvedClass.store(type, in: generation)
         return type
     }
 

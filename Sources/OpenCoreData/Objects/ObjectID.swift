@@ -31,6 +31,12 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The entity's address: tells one entity from another without touching its
     /// reference count.
     var entityAddress: UnsafeMutableRawPointer { entityReference.toOpaque() }
+    /// Calls `body` with the entity borrowed: no retain and release around it
+    /// (the entity lives as long as the process, see above).
+    @inline(__always)
+    func withEntity<Result>(_ body: (EntityDescription) -> Result) -> Result {
+        entityReference._withUnsafeGuaranteedRef(body)
+    }
     private let entityReference: Unmanaged<EntityDescription>
     /// The identifier (UUID) of the store holding the object; nil while temporary.
     public var storeIdentifier: String? {

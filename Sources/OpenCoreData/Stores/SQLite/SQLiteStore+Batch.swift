@@ -71,16 +71,14 @@ extension SQLiteStore {
         try statement.prepare(db)
         var ids: [ObjectID] = []
         let prepared = try db.makeStatement(sql: statement.sql)
-        let rows = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
         // Keys and entity numbers straight from the C API; the entity looked up
         // once per run of rows of the same entity.
-        let sqliteStatement = prepared.sqliteStatement
         var last: (number: Int64, entity: EntityDescription?) = (-1, nil)
-        while try rows.next() != nil {
-            guard sqlite3_column_type(sqliteStatement, 1) != SQLITE_NULL else { continue }
+        try prepared.forEachRow(arguments: statement.statementArguments) { sqliteStatement in
+            guard sqlite3_column_type(sqliteStatement, 1) != SQLITE_NULL else { return }
             let number = sqlite3_column_int64(sqliteStatement, 1)
             if number != last.number { last = (number, entity(forNumber: Int(number))) }
-            guard let entity = last.entity else { continue }
+            guard let entity = last.entity else { return }
             ids.append(ObjectID(entity: entity, store: storeName, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
         }
         return ids

@@ -29,18 +29,16 @@ extension SQLiteStore {
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
             let prepared = try db.cachedStatement(sql: statement.sql)
-            let cursor = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
-            let sqliteStatement = prepared.sqliteStatement
             // Keys (and entity numbers) straight from the C API; the entity looked up
             // once per run of rows of the same entity.
             var keys: [(key: Int64, entity: EntityDescription)] = []
             var last: (number: Int64, entity: EntityDescription?) = (-1, nil)
-            while try cursor.next() != nil {
+            try prepared.forEachRow(arguments: statement.statementArguments) { sqliteStatement in
                 var rowEntity = entity
                 if selectsEntity {
                     let number = sqlite3_column_int64(sqliteStatement, 1)
                     if number != last.number { last = (number, self.entity(forNumber: Int(number))) }
-                    guard let known = last.entity else { continue }
+                    guard let known = last.entity else { return }
                     rowEntity = known
                 }
                 keys.append((sqlite3_column_int64(sqliteStatement, 0), rowEntity))

@@ -268,12 +268,11 @@ public final class SQLiteStore: PersistentStore {
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
             let prepared = try db.cachedStatement(sql: statement.sql)
-            let rows = try Row.fetchCursor(prepared, arguments: statement.statementArguments)
             let reader = SQLiteRowReader(store: self, columns: statement.columns)
             var result: [RowSnapshot] = []
             var pages = RowPageWriter()
-            while try rows.next() != nil {
-                if let snapshot = try reader.snapshot(prepared.sqliteStatement, into: &pages) { result.append(snapshot) }
+            try prepared.forEachRow(arguments: statement.statementArguments) { sqliteStatement in
+                if let snapshot = try reader.snapshot(sqliteStatement, into: &pages) { result.append(snapshot) }
             }
             if SQLDebug.level > 0 {
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
