@@ -40,7 +40,7 @@ extension ManagedObjectContext {
         objects.reserveCapacity(rows.count)
         var unregistered = UnregisteredDestinations(of: relationship, in: registry)
         // The class of the rows' entity, found once for a run of rows of one entity
-        // (finding it takes the entity's lock).
+        // (by the entity's address: no reference count touched per row).
         var classEntity: UnsafeMutableRawPointer?
         var objectClass: ManagedObject.Type = ManagedObject.self
         for index in rows.indices {

@@ -132,7 +132,7 @@ extension ManagedObjectContext {
         if unregisteredCount < 0, registry.capacity - registry.count < rows.count {
             registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
         }
-        // The class of the last row's entity (resolving it takes a lock), known by
+        // The class of the last row's entity (one check per row, no atomic load), known by
         // the entity's address (no reference count touched per row).
         var lastClass: (entity: UnsafeMutableRawPointer, type: ManagedObject.Type)?
         func objectClass(_ id: ObjectID) -> ManagedObject.Type {
