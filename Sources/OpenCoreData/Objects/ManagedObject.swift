@@ -34,11 +34,14 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     public let entity: EntityDescription
     /// The object's ID: temporary until saved, then permanent.
     @exclusivity(unchecked) public internal(set) var objectID: ObjectID
-    // The flags follow the ID, in the bytes its 25 leave before the next word
-    // (stored properties are laid out in declaration order).
+    // The flags and the registry slot's number follow the ID, in the bytes its 25
+    // leave before the next word (stored properties are laid out in declaration
+    // order): the object is 152 bytes, a 160-byte block of memory rather than 176.
     @exclusivity(unchecked) var insertedFlag = false
     @exclusivity(unchecked) var deletedFlag = false
     @exclusivity(unchecked) private var committedIsStorage = false
+    /// The number of the object's registry slot (see ``registrySlot``).
+    @exclusivity(unchecked) private var slotNumber: UInt32 = 0
     /// The context the object is registered with, if any.
     ///
     /// Core Data declares it `unowned(unsafe)`: the object does not keep its
@@ -209,15 +212,17 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The object's slot in its context's registry, marked dead when the object
     /// goes (see `ObjectRegistry`).
     var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference? {
-        get { slotReference }
+        get { slotPage.map { .init(page: $0, number: slotNumber) } }
         set {
             // The reference's page is retained here, by hand (see `SlotReference`).
             _ = newValue?.page.retain()
-            slotReference?.page.release()
-            slotReference = newValue
+            slotPage?.release()
+            slotPage = newValue?.page
+            slotNumber = newValue?.number ?? 0
         }
     }
-    @exclusivity(unchecked) private var slotReference: ManagedObjectContext.ObjectRegistry.SlotReference?
+    /// The page of the object's registry slot, retained; its number is `slotNumber`.
+    @exclusivity(unchecked) private var slotPage: Unmanaged<ManagedObjectContext.ObjectRegistry.SlotPage>?
     /// What few objects need, out of line: every object is smaller, and its
     /// deinit has fewer references to release.
     final class Extras {
@@ -307,9 +312,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
 
     deinit {
         contextAnchor?.release()
-        if let reference = slotReference {
-            reference.markDead(self)
-            reference.page.release()
+        if let page = slotPage {
+            ManagedObjectContext.ObjectRegistry.SlotReference(page: page, number: slotNumber).markDead(self)
+            page.release()
         }
         rowCacheOwner?.releaseRow(objectID)
     }

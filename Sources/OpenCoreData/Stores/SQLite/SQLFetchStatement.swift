@@ -12,7 +12,7 @@ import OpenCoreDataPredicates
 /// let statement = try translator.selectStatement(for: fetch)
 /// try statement.prepare(db)
 /// let rows = try Row.fetchAll(db, sql: statement.sql, arguments: statement.statementArguments)
-/// // row[0] Z_PK, row[1] Z_ENT, row[2] Z_OPT, then statement.columns
+/// // row[0] Z_PK, row[1] Z_ENT (or the one entity's number), row[2] Z_OPT, then statement.columns
 /// ```
 struct SQLFetchStatement: Sendable, CustomStringConvertible {
     /// The statement's text, with a `?` for each argument.
@@ -23,6 +23,9 @@ struct SQLFetchStatement: Sendable, CustomStringConvertible {
     var columns: [SQLFetchColumn]
     /// The localized sort collations the statement uses.
     var collations: [SQLiteSortCollation]
+    /// The entity number every row is of, when the statement selects it as a
+    /// constant in place of `t0.Z_ENT` (see ``SQLFetchTranslator/entityColumn(for:restricted:)``).
+    var entityNumber: Int? = nil
 
     /// The arguments as GRDB binds them.
     var statementArguments: StatementArguments { StatementArguments(databaseValues: arguments) }

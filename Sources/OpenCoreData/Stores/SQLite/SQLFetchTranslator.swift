@@ -63,13 +63,16 @@ struct SQLFetchTranslator: Sendable {
     /// The `SELECT` fetching the rows of `fetch`: `t0.Z_PK, t0.Z_ENT, t0.Z_OPT`,
     /// then the columns of `properties` (default: every stored attribute and to-one
     /// relationship of the entity, and of its subentities when the fetch includes
-    /// them), filtered, sorted, offset and limited.
+    /// them), filtered, sorted, offset and limited. When every row is of one
+    /// entity, its number stands in for `t0.Z_ENT` (see ``entityColumn(for:restricted:)``).
     func selectStatement(for fetch: StoreFetch, properties: [PropertyDescription]? = nil) throws -> SQLFetchStatement {
         let context = try SQLTranslationContext(translator: self, fetch: fetch)
         let columns = try selectedColumns(for: fetch, properties: properties)
         let condition = try context.whereCondition()
         let order = try context.orderBy(fetch.sortDescriptors)
-        var select = SQLFragment("SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT")
+        // The WHERE clause restricts the rows to the entities the fetch wants.
+        let entity = entityColumn(for: fetch, restricted: true)
+        var select = SQLFragment("SELECT t0.Z_PK, \(entity.sql), t0.Z_OPT")
         for column in columns {
             select.text += ", t0." + SQLiteIdentifier.quoted(column.columnName)
         }
@@ -78,7 +81,31 @@ struct SQLFetchTranslator: Sendable {
         sql += " ORDER BY " + order
         sql.text += limitClause(fetch)
         return SQLFetchStatement(sql: sql.text, arguments: sql.arguments, columns: columns,
-                                 collations: context.collations)
+                                 collations: context.collations, entityNumber: entity.number)
+    }
+
+    /// What a row `SELECT` of `fetch` puts in its second column: `t0.Z_ENT` when the
+    /// rows may be of several entities, else the one entity's number, as a
+    /// constant (Core Data's statements select `0` there). SQLite then reads one
+    /// column less per row, and ``SQLiteRowReader`` none: it is told the number.
+    ///
+    /// The rows are of one entity when the fetch wants one (no subentities, or
+    /// `includesSubentities` off) and either its table holds no other entity or
+    /// the statement is `restricted` to the wanted entities (its `WHERE` clause has
+    /// the `Z_ENT` restriction of ``SQLTranslationContext``).
+    ///
+    /// ```swift
+    /// var fetch = StoreFetch(entity: person)   // ZPERSON holds Person alone
+    /// translator.entityColumn(for: fetch, restricted: false)   // ("3", 3)
+    /// fetch = StoreFetch(entity: animal)       // Animal has subentities
+    /// translator.entityColumn(for: fetch, restricted: true)    // ("t0.Z_ENT", nil)
+    /// ```
+    func entityColumn(for fetch: StoreFetch, restricted: Bool) -> (sql: String, number: Int?) {
+        let entity = fetch.entity
+        guard !(fetch.includesSubentities && !entity.subentities.isEmpty),
+              restricted || (entity.superentity == nil && entity.subentities.isEmpty),
+              let number = layout.entityNumber(for: entity) else { return ("t0.Z_ENT", nil) }
+        return (String(number), number)
     }
 
     /// The `SELECT` of the object IDs of `fetch` (Core Data's `SELECT 0, t0.Z_PK`):

@@ -4,7 +4,9 @@ import GRDBSQLite
 import OpenCoreDataPredicates
 
 /// Turns the result rows of one fetch (`Z_PK, Z_ENT, Z_OPT`, then the fetch's
-/// columns) into snapshots of each row's concrete entity.
+/// columns) into snapshots of each row's concrete entity. A statement whose rows
+/// are all of one entity selects that entity's number in place of `Z_ENT`, and
+/// its reader, given the number, does not read the column.
 ///
 /// Everything that depends only on the entity — which column feeds which property,
 /// the values of properties not selected, the destination entities of to-one
@@ -32,6 +34,9 @@ final class SQLiteRowReader {
     /// The store's identifier, for the object IDs of the rows.
     private let storeName: ObjectID.StoreName
     private let columns: [SQLFetchColumn]
+    /// The entity number of every row, when the statement selects it as a
+    /// constant (the rows' `Z_ENT` column is then not read).
+    private let entityNumber: Int?
     private var plans: [Int: Plan?] = [:]
     private var entities: [Int: EntityDescription?] = [:]
     /// The plan of the last row's entity number, read field by field from the
@@ -94,10 +99,14 @@ final class SQLiteRowReader {
         }
     }
 
-    init(store: SQLiteStore, columns: [SQLFetchColumn]) {
+    /// A reader of rows whose columns after `Z_PK, Z_ENT, Z_OPT` are `columns`;
+    /// `entityNumber` when the statement selects that constant for every row's
+    /// `Z_ENT` (``SQLFetchTranslator/entityColumn(for:restricted:)``).
+    init(store: SQLiteStore, columns: [SQLFetchColumn], entityNumber: Int? = nil) {
         self.store = store
         self.storeName = store.storeName
         self.columns = columns
+        self.entityNumber = entityNumber
     }
 
     private func entity(forNumber number: Int) -> EntityDescription? {
@@ -187,8 +196,8 @@ final class SQLiteRowReader {
     @inline(__always)
     private func snapshot<Columns: ColumnSource>(_ columns: Columns, into pages: inout RowPageWriter) throws -> RowSnapshot? {
         guard let pk = columns.key(0) else { return nil }
-        guard let number = columns.key(1).map({ Int(truncatingIfNeeded: $0) }), selectPlan(forNumber: number),
-              let entity = lastEntity else { return nil }
+        guard let number = entityNumber ?? columns.key(1).map({ Int(truncatingIfNeeded: $0) }),
+              selectPlan(forNumber: number), let entity = lastEntity else { return nil }
         let version = columns.key(2) ?? 1
         let slots = lastSlots
         // The values go straight into the read's current page. A value that fails

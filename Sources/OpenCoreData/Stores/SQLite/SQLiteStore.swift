@@ -74,6 +74,9 @@ public final class SQLiteStore: PersistentStore {
     final class RowQuery: Sendable {
         let sql: String
         let columns: [SQLFetchColumn]
+        /// The result column holding the key of the row a related row belongs to,
+        /// in a query reading the rows of several sources; nil otherwise.
+        let keyColumn: CInt?
         /// The store's connection (see ``SQLiteStore/connection``).
         private let connection: ObjectIdentifier
         /// Held while the statement and reader are used.
@@ -96,11 +99,14 @@ public final class SQLiteStore: PersistentStore {
             nonisolated(unsafe) var statement: Statement?
         }
 
-        init(sql: String, columns: [SQLFetchColumn], store: SQLiteStore) {
+        /// A query whose rows are `Z_PK, Z_ENT` (or the constant `entityNumber`),
+        /// `Z_OPT`, then `columns`, with the related rows' source key in `keyColumn`.
+        init(sql: String, columns: [SQLFetchColumn], entityNumber: Int?, keyColumn: Int? = nil, store: SQLiteStore) {
             self.sql = sql
             self.columns = columns
+            self.keyColumn = keyColumn.map { CInt($0) }
             self.connection = store.connection
-            self.reader = SQLiteRowReader(store: store, columns: columns)
+            self.reader = SQLiteRowReader(store: store, columns: columns, entityNumber: entityNumber)
         }
 
         /// The snapshots of the rows of `sql` for `keys`, read with the cached
@@ -113,9 +119,8 @@ public final class SQLiteStore: PersistentStore {
             return result
         }
 
-        /// Hands each row's snapshot to `body`, with the integer of the column after
-        /// the snapshot's columns (the key of the row a related row belongs to, in a
-        /// query that selects it; 0 otherwise).
+        /// Hands each row's snapshot to `body`, with the key of the row a related
+        /// row belongs to (`keyColumn`; 0 for a query without one).
         func rows(_ db: Database, keys: [Int64], _ body: (RowSnapshot, Int64) -> Void) throws {
             try rows(db, keys: keys, reserving: { _ in }, body)
         }
@@ -138,8 +143,6 @@ public final class SQLiteStore: PersistentStore {
                     state.statement = statement
                 }
                 let sqliteStatement = statement.sqliteStatement
-                let keyColumn = CInt(3 + columns.count)
-                let hasKey = sqlite3_column_count(sqliteStatement) > keyColumn
                 sqlite3_reset(sqliteStatement)
                 defer { sqlite3_reset(sqliteStatement) }
                 for (index, key) in keys.enumerated() { sqlite3_bind_int64(sqliteStatement, CInt(index + 1), key) }
@@ -155,7 +158,7 @@ public final class SQLiteStore: PersistentStore {
                     }
                     guard let snapshot = try reader.snapshot(sqliteStatement, into: &pages) else { continue }
                     count += 1
-                    body(snapshot, hasKey ? sqlite3_column_int64(sqliteStatement, keyColumn) : 0)
+                    body(snapshot, keyColumn.map { sqlite3_column_int64(sqliteStatement, $0) } ?? 0)
                 }
                 state.lastCount = Swift.min(count, 256)
             }
@@ -268,7 +271,7 @@ public final class SQLiteStore: PersistentStore {
             try statement.prepare(db)
             let start = SQLDebug.level > 0 ? DispatchTime.now().uptimeNanoseconds : 0
             let prepared = try db.cachedStatement(sql: statement.sql)
-            let reader = SQLiteRowReader(store: self, columns: statement.columns)
+            let reader = SQLiteRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
             var result: [RowSnapshot] = []
             var pages = RowPageWriter()
             try prepared.forEachRow(arguments: statement.statementArguments) { sqliteStatement in
@@ -309,14 +312,15 @@ public final class SQLiteStore: PersistentStore {
 
     /// The statement reading `keys` rows of `entity` by primary key (one: fault
     /// firing; more: a batch), made once per entity and number of keys.
-    private func rowQuery(for entity: EntityDescription, keys: Int = 1) throws -> RowQuery? {
+    func rowQuery(for entity: EntityDescription, keys: Int = 1) throws -> RowQuery? {
         let key = RowQueryKey(entity: ObjectIdentifier(entity), relationship: nil, keys: keys)
         if let known = rowQueries.withLock({ $0[key] }) { return known }
         guard let table = schema.table(for: entity) else { return nil }
         var fetch = StoreFetch(entity: entity)
         fetch.includesSubentities = true
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
-        var sql = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
+        let entityColumn = translator.entityColumn(for: fetch, restricted: false)
+        var sql = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
         if keys == 1 {
             sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ?"
@@ -329,7 +333,7 @@ public final class SQLiteStore: PersistentStore {
             sql += " FROM (VALUES " + Array(repeating: "(?)", count: keys).joined(separator: ", ") + ") k"
             sql += " CROSS JOIN " + SQLiteIdentifier.quoted(table) + " t0 ON t0.Z_PK = k.column1"
         }
-        let query = RowQuery(sql: sql, columns: columns, store: self)
+        let query = RowQuery(sql: sql, columns: columns, entityNumber: entityColumn.number, store: self)
         rowQueries.withLock { $0[key] = query }
         return query
     }
@@ -448,8 +452,9 @@ public final class SQLiteStore: PersistentStore {
 
     /// The statement reading a to-many relationship's destination rows for `keys`
     /// sources, made once per source entity, relationship and number of keys. With
-    /// more than one key, the source's key follows the destination's columns.
-    private func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription, keys: Int) throws -> RowQuery? {
+    /// more than one key, each row also gives its source's key: the inverse
+    /// to-one's column among the destination's, or one selected after them.
+    func relatedRowsQuery(_ relationship: RelationshipDescription, in entity: EntityDescription, keys: Int) throws -> RowQuery? {
         let key = RowQueryKey(entity: ObjectIdentifier(entity), relationship: ObjectIdentifier(relationship), keys: keys)
         if let known = relatedRowsQueries.withLock({ $0[key] }) { return known }
         guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination),
@@ -457,25 +462,40 @@ public final class SQLiteStore: PersistentStore {
         var fetch = StoreFetch(entity: destination)
         fetch.includesSubentities = true
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
-        var select = "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT"
+        let entityColumn = translator.entityColumn(for: fetch, restricted: false)
+        var select = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
         for column in columns { select += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
         let matching = keys == 1 ? " = ?" : " IN (" + Array(repeating: "?", count: keys).joined(separator: ", ") + ")"
+        // With several sources each row says whose it is: the source's key, read
+        // from the inverse to-one's own column when the row has it (no column
+        // selected twice), else selected after the destination's columns.
+        var keyColumn: Int?
         let sql: String
         switch storage {
         case .toMany(let table, let foreignKey, let order):
             let source = "t0." + SQLiteIdentifier.quoted(foreignKey)
             let orderBy = (keys == 1 ? "" : source + ", ") + (order.map { "t0." + SQLiteIdentifier.quoted($0) + ", " } ?? "")
-            if keys > 1 { select += ", " + source }
+            if keys > 1 {
+                if let inverse = columns.first(where: { $0.kind == .toOneKey && $0.columnName == foreignKey }) {
+                    keyColumn = inverse.index
+                } else {
+                    keyColumn = 3 + columns.count
+                    select += ", " + source
+                }
+            }
             sql = select + " FROM \(SQLiteIdentifier.quoted(table)) t0 WHERE \(source)\(matching) ORDER BY \(orderBy)t0.Z_PK"
         case .joinTable(let join):
             let source = "j." + SQLiteIdentifier.quoted(join.sourceColumn)
             let orderBy = (keys == 1 ? "" : source + ", ") + (join.orderColumn.map { "j." + SQLiteIdentifier.quoted($0) + ", " } ?? "")
-            if keys > 1 { select += ", " + source }
+            if keys > 1 {
+                keyColumn = 3 + columns.count
+                select += ", " + source
+            }
             sql = select + " FROM \(SQLiteIdentifier.quoted(join.tableName)) j JOIN \(SQLiteIdentifier.quoted(destinationTable)) t0 ON t0.Z_PK = j.\(SQLiteIdentifier.quoted(join.destinationColumn)) WHERE \(source)\(matching) ORDER BY \(orderBy)t0.Z_PK"
         default:
             return nil
         }
-        let query = RowQuery(sql: sql, columns: columns, store: self)
+        let query = RowQuery(sql: sql, columns: columns, entityNumber: entityColumn.number, keyColumn: keyColumn, store: self)
         relatedRowsQueries.withLock { $0[key] = query }
         return query
     }
