@@ -312,7 +312,7 @@ public final class SQLiteStore: PersistentStore {
 
     /// The statement reading `keys` rows of `entity` by primary key (one: fault
     /// firing; more: a batch), made once per entity and number of keys.
-    func rowQuery(for entity: EntityDescription, keys: Int = 1) throws -> RowQuery? {
+    private func rowQuery(for entity: EntityDescription, keys: Int = 1) throws -> RowQuery? {
         let key = RowQueryKey(entity: ObjectIdentifier(entity), relationship: nil, keys: keys)
         if let known = rowQueries.withLock({ $0[key] }) { return known }
         guard let table = schema.table(for: entity) else { return nil }
