@@ -85,7 +85,8 @@ lines = [
     "",
     f"SQLite {report['sqlite_version']} (the system library, for every peer); {count:,} objects; median of {runs} runs "
     f"after {warmup} warm-up (Swift peers interleaved in one process, SQLAlchemy in its own); `journal_mode=WAL`, "
-    f"`synchronous=NORMAL` set on every connection; a fresh database file for each write run. Machine: "
+    f"`synchronous=NORMAL` set on every connection; a fresh database file for each write run; each timer runs "
+    f"from after the open to the last commit or row, the close comes after it. Machine: "
     f"{details['machine']['cpus']} CPUs, load average {details['machine']['load_average'][0]} at the end; {details['date']}.",
     "",
     "Seconds (median), and in bold the ratio to raw SQLite measured in the same run. The bar: OpenCoreData ahead of "

@@ -14,6 +14,36 @@ func now() -> Double {
     return Double(spec.tv_sec) + Double(spec.tv_nsec) * 1e-9
 }
 
+/// What a peer opened for one run (a connection, a database queue, a coordinator
+/// with its store), kept open until the run's timer has stopped and closed after it.
+///
+/// Opening comes before the timer (fairness rule 4) and closing after it, for every
+/// peer alike. Closing the last connection to a WAL database checkpoints the WAL
+/// into the database file and syncs it; SQLAlchemy's pooled connection does that
+/// after its timer too. The objects a run made are still released inside the timer.
+///
+/// ```swift
+/// let open = OpenConnections()
+/// let connection = open.keep(try RawConnection(path: path))
+/// let start = now()
+/// // ... the timed work ...
+/// let seconds = now() - start
+/// open.closeAll()
+/// ```
+final class OpenConnections {
+    private var handles: [AnyObject] = []
+
+    /// Keeps `handle` open until ``closeAll()`` and returns it.
+    @discardableResult
+    func keep<Handle: AnyObject>(_ handle: Handle) -> Handle {
+        handles.append(handle)
+        return handle
+    }
+
+    /// Lets go of everything kept: the connections and stores close.
+    func closeAll() { handles.removeAll() }
+}
+
 /// The process's peak resident set size in MiB (`VmHWM` in /proc/self/status,
 /// `ru_maxrss` where there is no /proc).
 func peakMemoryMiB() -> Double {

@@ -18,9 +18,10 @@ struct W1c: Workload {
         defer { removeDatabase(path) }
         let chunks = stride(from: 0, to: env.count, by: W1c.chunk).map { $0..<min(env.count, $0 + W1c.chunk) }
         let start: Double
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             let entityNumber = try connection.entityNumber("Person")
             let insert = try connection.prepare(RawPersonWriter.insertSQL)
             defer { sqlite3_finalize(insert) }
@@ -36,15 +37,15 @@ struct W1c: Workload {
             }
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             for range in chunks {
                 OpenCoreDataPeer.insertPersons(range, into: context)
                 try context.save()
                 context.reset()
             }
-            withExtendedLifetime(coordinator) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             let entityNumber = try queue.read { try Int.fetchOne($0, sql: "SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Person'") } ?? 0
             start = now()
             for range in chunks {
@@ -54,6 +55,7 @@ struct W1c: Workload {
             }
         }
         let seconds = now() - start
+        open.closeAll()
         return Sample(seconds: seconds, checksum: try writtenChecksum(path: path).text)
     }
 }

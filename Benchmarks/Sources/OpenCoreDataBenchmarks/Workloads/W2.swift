@@ -21,9 +21,10 @@ struct W2: Workload {
         let path = env.populatedStore
         var c = Checksum()
         let start: Double
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             start = now()
             let select = try connection.prepare(PersonTable.selectAll)
             defer { sqlite3_finalize(select) }
@@ -35,6 +36,7 @@ struct W2: Workload {
             }
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             let request = FetchRequest<ManagedObject>(entityName: "Person")
             request.returnsObjectsAsFaults = asFaults
@@ -42,11 +44,13 @@ struct W2: Workload {
             for person in people { OpenCoreDataPeer.add(person, to: &c) }
             withExtendedLifetime((coordinator, people)) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             start = now()
             let people = try queue.read { db in try GRDBPerson.fetchAll(db) }
             for person in people { person.add(to: &c) }
         }
-        return Sample(seconds: now() - start, checksum: c.text)
+        let seconds = now() - start
+        open.closeAll()
+        return Sample(seconds: seconds, checksum: c.text)
     }
 }

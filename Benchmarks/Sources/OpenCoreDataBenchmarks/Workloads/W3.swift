@@ -20,9 +20,10 @@ struct W3: Workload {
         let path = env.populatedStore
         var c = Checksum()
         let start: Double
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             start = now()
             let select = try connection.prepare(PersonTable.selectAll + " WHERE ZAGE = ?")
             defer { sqlite3_finalize(select) }
@@ -39,6 +40,7 @@ struct W3: Workload {
             }
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             for k in 0..<100 {
                 let request = FetchRequest<ManagedObject>(entityName: "Person")
@@ -48,9 +50,8 @@ struct W3: Workload {
                     if case .double(let score) = person.attributeValue(forKey: "score") { c.scores2 += Int(score * 2) }
                 }
             }
-            withExtendedLifetime(coordinator) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             start = now()
             try queue.read { db in
                 for k in 0..<100 {
@@ -61,6 +62,8 @@ struct W3: Workload {
                 }
             }
         }
-        return Sample(seconds: now() - start, checksum: c.text)
+        let seconds = now() - start
+        open.closeAll()
+        return Sample(seconds: seconds, checksum: c.text)
     }
 }

@@ -16,9 +16,10 @@ struct W5a: Workload {
         defer { removeDatabase(path) }
         var deleted = 0
         let start: Double
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             start = now()
             var keys: [Int64] = []
             let select = try connection.prepare("SELECT Z_PK FROM ZPERSON")
@@ -35,15 +36,15 @@ struct W5a: Workload {
             try connection.execute("COMMIT")
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             for person in try context.fetch(FetchRequest<ManagedObject>(entityName: "Person")) {
                 context.delete(person)
                 deleted += 1
             }
             try context.save()
-            withExtendedLifetime(coordinator) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             start = now()
             try queue.write { db in
                 for person in try GRDBPerson.fetchAll(db) {
@@ -52,6 +53,7 @@ struct W5a: Workload {
             }
         }
         let seconds = now() - start
+        open.closeAll()
         let remaining = try RawConnection(path: path).integers("SELECT COUNT(*) FROM ZPERSON")[0]
         return Sample(seconds: seconds, checksum: "deleted=\(deleted) remaining=\(remaining)")
     }

@@ -16,24 +16,26 @@ struct W5b: Workload {
         defer { removeDatabase(path) }
         let before = try RawConnection(path: path).integers("SELECT COUNT(*) FROM ZPERSON")[0]
         let start: Double
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             start = now()
             try connection.execute("BEGIN")
             try connection.execute("DELETE FROM ZPERSON")
             try connection.execute("COMMIT")
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             _ = try context.execute(BatchDeleteRequest(entityName: "Person"))
-            withExtendedLifetime(coordinator) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             start = now()
             _ = try queue.write { db in try GRDBPerson.deleteAll(db) }
         }
         let seconds = now() - start
+        open.closeAll()
         let remaining = try RawConnection(path: path).integers("SELECT COUNT(*) FROM ZPERSON")[0]
         return Sample(seconds: seconds, checksum: "deleted=\(before - remaining) remaining=\(remaining)")
     }

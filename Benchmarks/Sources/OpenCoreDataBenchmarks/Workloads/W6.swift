@@ -27,9 +27,10 @@ struct W6a: Workload {
         // `ages` counts parents, `rows` children, `textBytes` the children's names.
         var c = Checksum()
         let start: Double
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             start = now()
             let parents = try connection.prepare("SELECT Z_PK FROM ZPARENT")
             defer { sqlite3_finalize(parents) }
@@ -46,6 +47,7 @@ struct W6a: Workload {
             }
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             for parent in try context.fetch(FetchRequest<ManagedObject>(entityName: "Parent")) {
                 c.ages += 1
@@ -54,9 +56,8 @@ struct W6a: Workload {
                     if case .string(let name) = child.attributeValue(forKey: "name") { c.textBytes &+= PersonData.byteSum(name) }
                 }
             }
-            withExtendedLifetime(coordinator) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             start = now()
             try queue.read { db in
                 for parent in try GRDBParent.fetchAll(db) {
@@ -68,6 +69,8 @@ struct W6a: Workload {
                 }
             }
         }
-        return Sample(seconds: now() - start, checksum: c.text)
+        let seconds = now() - start
+        open.closeAll()
+        return Sample(seconds: seconds, checksum: c.text)
     }
 }

@@ -30,9 +30,10 @@ struct W6b: Workload {
         let path = env.familyStore
         var c = Checksum()
         let start: Double
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             start = now()
             let parents = try connection.prepare("SELECT Z_PK FROM ZPARENT")
             defer { sqlite3_finalize(parents) }
@@ -51,6 +52,7 @@ struct W6b: Workload {
             }
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             let request = FetchRequest<ManagedObject>(entityName: "Parent")
             request.relationshipKeyPathsForPrefetching = ["children"]
@@ -61,9 +63,8 @@ struct W6b: Workload {
                     if case .string(let name) = child.attributeValue(forKey: "name") { c.textBytes &+= PersonData.byteSum(name) }
                 }
             }
-            withExtendedLifetime(coordinator) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             start = now()
             try queue.read { db in
                 for entry in try GRDBParent.including(all: GRDBParent.children).asRequest(of: ParentWithChildren.self).fetchAll(db) {
@@ -75,6 +76,8 @@ struct W6b: Workload {
                 }
             }
         }
-        return Sample(seconds: now() - start, checksum: c.text)
+        let seconds = now() - start
+        open.closeAll()
+        return Sample(seconds: seconds, checksum: c.text)
     }
 }

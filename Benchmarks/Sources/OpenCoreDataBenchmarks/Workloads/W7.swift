@@ -33,15 +33,17 @@ struct W7: Workload {
             c.textBytes &+= bytes
             if c.rows == W7.batch { first = now() - start }
         }
+        let open = OpenConnections()
         switch peer {
         case .raw:
-            let connection = try RawConnection(path: path)
+            let connection = open.keep(try RawConnection(path: path))
             start = now()
             let select = try connection.prepare(PersonTable.selectAll + " WHERE ZAGE < 10 ORDER BY Z_PK")
             defer { sqlite3_finalize(select) }
             while sqlite3_step(select) == SQLITE_ROW { row(rawByteSum(select, 3), start) }
         case .opencoredata:
             let (coordinator, context) = try OpenCoreDataPeer.open(path: path)
+            open.keep(coordinator)
             start = now()
             let request = FetchRequest<ManagedObject>(entityName: "Person")
             request.predicate = try CorePredicate(format: "age < 10")
@@ -50,15 +52,16 @@ struct W7: Workload {
                 guard case .string(let name) = person.attributeValue(forKey: "name") else { continue }
                 row(PersonData.byteSum(name), start)
             }
-            withExtendedLifetime(coordinator) {}
         case .grdb:
-            let queue = try GRDBPeer.open(path: path)
+            let queue = open.keep(try GRDBPeer.open(path: path))
             start = now()
             try queue.read { db in
                 let cursor = try GRDBPerson.filter(GRDBPerson.Columns.age < 10).order(Column("Z_PK")).fetchCursor(db)
                 while let person = try cursor.next() { row(PersonData.byteSum(person.name), start) }
             }
         }
-        return Sample(seconds: now() - start, parts: ["first": first], checksum: c.text)
+        let seconds = now() - start
+        open.closeAll()
+        return Sample(seconds: seconds, parts: ["first": first], checksum: c.text)
     }
 }
