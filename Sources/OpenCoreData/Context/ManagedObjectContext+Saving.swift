@@ -39,9 +39,9 @@ extension ManagedObjectContext {
         // is done again only if the calls changed what the context holds (each
         // pass over many objects is paid in cache misses).
         let versionBeforeWillSave = changeSetVersion
-        var sorting = SaveSorting(strong, callingWillSave: true)
+        var sorting = SaveSorting(changedObjectsOf: self, callingWillSave: true)
         processPendingChanges()
-        if changeSetVersion != versionBeforeWillSave { sorting = SaveSorting(strong, callingWillSave: false) }
+        if changeSetVersion != versionBeforeWillSave { sorting = SaveSorting(changedObjectsOf: self, callingWillSave: false) }
         let inserted = sorting.inserted, deleted = sorting.deleted, updated = sorting.updated
         let forgotten = sorting.forgotten, hasRelationships = sorting.hasRelationships
         let versionAfterSorting = changeSetVersion
@@ -163,7 +163,6 @@ extension ManagedObjectContext {
             insertedObjectsByID = []
             deletedObjectsByID = []
         }
-        registry.reserveCapacity(registry.count + inserted.count)
         registry.beginRekeying()
         inserted.withUnsafeBufferPointer { objects in
             for index in objects.indices {
@@ -172,7 +171,8 @@ extension ManagedObjectContext {
                 object.eventStart = nil
                 if !emptiesSets { insertedObjectsByID.remove(object) }
                 if let newID = newIDs[index] {
-                    registry.rekey(object, to: newID)
+                    // (A key the store just handed out: no object is registered under it.)
+                    registry.rekey(object, to: newID, fresh: true)
                 }
                 object.insertedFlag = false
                 // The object holds its committed row; the coordinator's row cache
@@ -207,13 +207,22 @@ extension ManagedObjectContext {
             for object in deleted { object.didSave() }
         }
 
-        let summary = ContextSaveSummary(
-            insertedObjectIDs: Set(insertedIDs),
-            updatedObjectIDs: Set(updated.map(\.objectID)),
-            deletedObjectIDs: Set(deleted.map(\.objectID)),
-            contextName: name, transactionAuthor: transactionAuthor)
-        publish(summary, inserted: insertedSet ?? Set(inserted), updated: Set(updated), deleted: deletedSet ?? Set(deleted))
-        notifySynchronousObservers(ObservedContextChange(kind: .didSave))
+        // Saved objects nobody else holds are freed at the end of the save. The
+        // notification's sets are released first (in this scope), so that the
+        // last references are the sorted arrays': the objects are then freed in
+        // the order they lie in memory, not in a set's hash order (a cache miss
+        // per object, and freed blocks merged with neighbors out of the cache,
+        // once a save outgrows the caches).
+        do {
+            let summary = ContextSaveSummary(
+                insertedObjectIDs: Set(insertedIDs),
+                updatedObjectIDs: Set(updated.map(\.objectID)),
+                deletedObjectIDs: Set(deleted.map(\.objectID)),
+                contextName: name, transactionAuthor: transactionAuthor)
+            publish(summary, inserted: insertedSet.take() ?? Set(inserted), updated: Set(updated), deleted: deletedSet.take() ?? Set(deleted))
+            notifySynchronousObservers(ObservedContextChange(kind: .didSave))
+        }
+        withExtendedLifetime((sorting, inserted, updated, deleted)) {}
     }
 
     /// Transient properties are not stored: their slots are saved as nil.
@@ -242,7 +251,7 @@ extension ManagedObjectContext {
         registry.beginRekeying()
         for object in temporary {
             guard let newID = mapping[object.objectID] else { continue }
-            registry.rekey(object, to: newID)
+            registry.rekey(object, to: newID, fresh: true)
         }
         registry.pruneTemporaries()
         for object in registry.objects {
@@ -375,15 +384,44 @@ struct SaveSorting {
     /// New objects needing permanent IDs, by entity (indexes into `inserted`).
     var temporaryByEntity: [(entity: EntityDescription, indexes: [Int])] = []
 
-    /// Sorts the objects of `strong` that have changes, calling `willSave()` on
+    /// Sorts the objects of `context` that have changes, calling `willSave()` on
     /// each first when `callingWillSave`.
-    init(_ strong: Set<ManagedObject>, callingWillSave: Bool) {
-        inserted.reserveCapacity(strong.count)
+    ///
+    /// The changed objects are those of the context's `strong` set (every object
+    /// with changes is there). When they are most of the registered objects (an
+    /// import), they are walked in the registry's slot order instead of the set's
+    /// hash order: that is the order they were made in and lie in memory, where
+    /// hash order costs a cache miss per object once a save outgrows the caches.
+    init(changedObjectsOf context: ManagedObjectContext, callingWillSave: Bool) {
+        let strong = context.strong
+        if 2 * strong.count >= context.registry.slotsInUse {
+            let version = context.changeSetVersion
+            self.init(count: strong.count, callingWillSave: callingWillSave) { visit in
+                context.registry.forEachRegistered { object in
+                    if object.hasChanges { visit(object) }
+                }
+            }
+            // (Unless `willSave()` changed objects: then the save sorts them again.)
+            assert(context.changeSetVersion != version
+                   || inserted.count + updated.count + deleted.count + forgotten.count == strong.count { $0.hasChanges },
+                   "a changed object missing from the registry, or one with changes missing from `strong`")
+        } else {
+            self.init(count: strong.count, callingWillSave: callingWillSave) { visit in
+                for object in strong where object.hasChanges { visit(object) }
+            }
+        }
+    }
+
+    /// Sorts the objects `walk` visits (each once), calling `willSave()` on each
+    /// first when `callingWillSave`; `count` is at least their number.
+    private init(count: Int, callingWillSave: Bool, walk: ((ManagedObject) -> Void) -> Void) {
+        inserted.reserveCapacity(count)
         // Each new object's creation number (its temporary ID's), by position in
-        // `inserted`: the set gives its objects in hash order, and new objects are
-        // put back in the order they were made (below).
+        // `inserted`: a set gives its objects in hash order (and a registry slot
+        // handed out again breaks the slots' order), and new objects are put back
+        // in the order they were made (below).
         var creation: [(number: UInt64, position: Int32)] = []
-        creation.reserveCapacity(strong.count)
+        creation.reserveCapacity(count)
         var inCreationOrder = true
         // Changed and deleted objects by primary key, the same way: fetched objects
         // lie in memory roughly in key order, and SQLite updates and deletes rows
@@ -400,7 +438,7 @@ struct SaveSorting {
             if case .permanent(let key) = object.objectID.key { return UInt64(bitPattern: key) }
             return .max
         }
-        for object in strong where object.hasChanges {
+        walk { object in
             if callingWillSave { object.willSave() }
             if object.insertedFlag {
                 if object.deletedFlag {

@@ -140,8 +140,10 @@ extension ManagedObjectContext {
         /// enters them (see `enterPendingTemporaries`).
         @exclusivity(unchecked) private var pendingTemporaries: [UInt32] = []
         /// Slots of objects a fetch registered into an empty registry (see
-        /// `registerFetched`), not yet entered in `entries`: a fetch whose objects
-        /// are only read never builds a table as large as the fetch. The first
+        /// `registerFetched`), or a save re-keyed to new primary keys (see
+        /// `rekey(_:to:fresh:)`), not yet entered in `entries`: a fetch whose
+        /// objects are only read, or an import whose objects are dropped once
+        /// saved, never builds a table as large as itself. The first
         /// lookup by permanent ID, listing, unregistration or re-keying enters them
         /// (see `enterPendingPermanents`). A sweep drops the dead slots from the list
         /// before it hands them out again.
@@ -194,6 +196,29 @@ extension ManagedObjectContext {
                 return object
             }
             return entries.compactMap { object($1, id: $0) } + temporaries.compactMap { object($1, id: $0) } + listed
+        }
+
+        /// The slots holding registered objects or waiting to be handed out again:
+        /// what a walk of the slots in order (``forEachRegistered(_:)``) reads.
+        var slotsInUse: Int { Int(slotCount) - freeSlots.count }
+
+        /// Calls `body` with every registered object, in the order of their slots:
+        /// the order the objects were registered in, apart from slots handed out
+        /// again after a sweep. Objects made one after another lie in memory that
+        /// way, so a pass over many of them reads memory forward instead of jumping
+        /// about it as a set's hash order does (a cache miss per object once the
+        /// objects outgrow the caches). Each object is retained for its call;
+        /// objects `body` registers are not walked.
+        func forEachRegistered(_ body: (ManagedObject) throws -> Void) rethrows {
+            let end = slotCount
+            var number: UInt32 = 0
+            // (`slotCount` again: a `reset()` from `body` empties the registry.)
+            while number < Swift.min(end, slotCount) {
+                let slot = slot(number).pointee
+                number += 1
+                guard slot.isAlive, let object = slot.object?.takeUnretainedValue() else { continue }
+                try body(object)
+            }
         }
 
         /// Entries by permanent ID, valid or not, those still listed included (for
@@ -316,7 +341,9 @@ extension ManagedObjectContext {
             entries.reserveCapacity(entries.count + pending.count)
             for number in pending {
                 let slot = slot(number).pointee
-                guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { continue }
+                // A dead slot is handed out again: no entry names a listed slot.
+                guard slot.isAlive else { freeSlots.append(number); continue }
+                guard let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { continue }
                 entries[object.objectID] = number
             }
             // Lists of objects registered without lookups grow the table too (each
@@ -416,7 +443,15 @@ extension ManagedObjectContext {
 
         /// Gives a registered object a new ID (a save's permanent ID): the object is
         /// found under the new ID, no longer under the old one.
-        func rekey(_ object: ManagedObject, to newID: ObjectID) {
+        ///
+        /// `fresh`: no object can be registered under `newID` (a primary key the
+        /// store has just handed out). The entry is then only listed, like a
+        /// fetched object's in an empty registry (see `registerFetched`), and
+        /// entered in the table when something first needs the table: the objects
+        /// of a large import are often dropped at the end of their save, and
+        /// hashing each into a table as large as the import cost the save as
+        /// much as validating them.
+        func rekey(_ object: ManagedObject, to newID: ObjectID, fresh: Bool = false) {
             let oldID = object.objectID
             let found = registeredNumber(of: object)
             if oldID.isTemporaryID && found != nil { rekeyedTemporaries += 1 }
@@ -430,6 +465,11 @@ extension ManagedObjectContext {
             let number = found ?? slotNumber(for: object)
             if newID.isTemporaryID {
                 temporaries[newID] = number
+            } else if fresh && (oldID.isTemporaryID || found == nil) {
+                // (An object re-keyed from a permanent ID kept no entry above: none
+                // names its slot, which may then be listed.)
+                if pendingPermanents.count >= pendingLimit { compactPendingPermanents() }
+                pendingPermanents.append(number)
             } else {
                 entries[newID] = number
             }

@@ -158,13 +158,19 @@ struct ObjectRegistryTests {
         }
     }
 
-    @Test("Inserting and saving, never fetching: the entries of dropped objects are swept")
+    @Test("Inserting and saving, never fetching: dropped objects' entries never enter the table, and their slots are handed out again")
     func insertOnly() throws {
         try Self.withItems { context, entity in
             for batch in 0..<20 { try Self.saveItems(batch * 1000..<(batch + 1) * 1000, context, entity) }
             #expect(context.registeredObjects.isEmpty)
             #expect(context.registry.count <= 2 * 4096)
-            #expect(context.registry.sweepCount > 0)
+            // 20,000 objects registered one batch after another, in far fewer slots.
+            #expect(context.registry.slotsInUse <= 2 * 4096)
+            // Kept objects are found by their permanent IDs.
+            let kept = (0..<3).map { _ in ManagedObject(entity: entity, insertInto: context) }
+            try context.save()
+            for object in kept { #expect(context.registeredObject(for: object.objectID) === object) }
+            #expect(context.registry.count == 3)
         }
     }
 
@@ -180,13 +186,19 @@ struct ObjectRegistryTests {
             for item in items ?? [] { #expect(context.registeredObject(for: item.objectID) === item) }
             items = nil
             #expect(context.registry.deathsSinceSweep == 10_000)
-            // Their entries are dead now: the next growth sweeps them, and the
-            // deaths are counted from there.
+            // A save's new objects are only listed, and dropped at its end.
             try Self.saveItems(0..<20_000, context, entity)
-            #expect(context.registry.sweepCount > 0)
-            #expect(context.registry.count < 30_000)
+            #expect(context.registry.sweepCount == 0)
             #expect(context.registeredObjects.isEmpty)
-            #expect((0...20_000).contains(context.registry.deathsSinceSweep))
+            #expect(context.registry.deathsSinceSweep == 30_000)
+            // The dead entries go with the table's next growth (a fetch whose
+            // objects are looked up first), and the deaths are counted from there.
+            items = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            #expect(items?.count == 30_000)
+            #expect(context.registry.sweepCount > 0)
+            #expect(context.registry.count == 30_000)
+            #expect((0...10_000).contains(context.registry.deathsSinceSweep))
+            items = nil
             // A reset starts the count again.
             context.reset()
             #expect(context.registry.deathsSinceSweep == 0)
@@ -208,16 +220,16 @@ struct ObjectRegistryTests {
             for object in deleted ?? [] { context.delete(object) }
             try context.save()
             items = nil
-            // New objects grow the table past a sweep, which frees the dead slots
-            // (the deleted objects' among them) and hands them out again.
             for batch in 0..<6 { try Self.saveItems(6000 + batch * 4000..<10_000 + batch * 4000, context, entity) }
-            #expect(context.registry.sweepCount > 0)
             for survivor in survivors { #expect(context.registeredObject(for: survivor.objectID) === survivor) }
             for id in deletedIDs { #expect(context.registeredObject(for: id) == nil) }
             #expect(Set(context.registeredObjects) == Set(survivors))
 
-            // Objects in reused slots stay registered when the deleted objects go.
+            // A fetch grows the table past a sweep, which frees the dead slots
+            // (the deleted objects' among them) and hands them out again to the
+            // fetch's objects, which stay registered when the deleted objects go.
             var all: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            #expect(context.registry.sweepCount > 0)
             #expect(all?.count == 29_900)
             deleted = nil
             #expect(deleted == nil)

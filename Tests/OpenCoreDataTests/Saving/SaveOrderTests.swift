@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import OpenCoreData
 
@@ -35,10 +36,15 @@ struct SaveOrderTests {
         }
     }
 
-    @Test("A save sorts changed and deleted objects by primary key, new ones by creation", arguments: allStoreTypes)
-    func sortingOrder(storeType: PersistentStoreType) throws {
+    /// With 400 objects saved first, the save's 500 changed objects are most of
+    /// the registered ones, and the save walks them in the registry's slot
+    /// order; with 2,000, it walks the context's set of changed objects. Either
+    /// way the result is the same.
+    @Test("A save sorts changed and deleted objects by primary key, new ones by creation",
+          arguments: allStoreTypes, [400, 2000])
+    func sortingOrder(storeType: PersistentStoreType, saved: Int) throws {
         try ObjectRegistryTests.withItems(storeType) { context, entity in
-            let items = Self.makeItems(0..<400, entity, in: context)
+            let items = Self.makeItems(0..<saved, entity, in: context)
             try context.save()
             // Changes and deletions made in a shuffled order.
             var generator = SeededGenerator(seed: 7)
@@ -47,7 +53,8 @@ struct SaveOrderTests {
             for item in shuffled.dropFirst(150).prefix(150) { context.delete(item) }
             let fresh = Self.makeItems(5000..<5200, entity, in: context)
             context.processPendingChanges()
-            let sorting = SaveSorting(context.strong, callingWillSave: false)
+            #expect((2 * context.strong.count >= context.registry.slotsInUse) == (saved == 400))
+            let sorting = SaveSorting(changedObjectsOf: context, callingWillSave: false)
             let updatedKeys = sorting.updated.compactMap(\.objectID.primaryKey)
             let deletedKeys = sorting.deleted.compactMap(\.objectID.primaryKey)
             #expect(updatedKeys.count == 150 && deletedKeys.count == 150)
@@ -63,10 +70,31 @@ struct SaveOrderTests {
             reader.persistentStoreCoordinator = context.persistentStoreCoordinator
             try reader.performAndWait {
                 let numbers = try reader.fetch(FetchRequest<ManagedObject>(entityName: "Item")).compactMap { $0.value(forKey: "number") as? Int }
-                #expect(numbers.count == 400 - 150 + 200)
+                #expect(numbers.count == saved - 150 + 200)
                 #expect(numbers.filter { $0 == -1 }.count == 150)
                 #expect(numbers.filter { $0 >= 5000 }.count == 200)
             }
+        }
+    }
+
+    @Test("Saved objects nobody holds are freed at the end of the save, in the order they were made")
+    func savedObjectsFreedInCreationOrder() throws {
+        try ObjectRegistryTests.withItems(.sqlite) { context, entity in
+            FreeOrderProbe.freed.withLock { $0 = [] }
+            var generator = SeededGenerator(seed: 3)
+            // Made in a shuffled order of tags; a set's hash order is neither.
+            let tags = Array(0..<600).shuffled(using: &generator)
+            for tag in tags {
+                let probe = FreeOrderProbe(entity: entity, insertInto: context)
+                probe.tag = tag
+                probe.setValue(Int64(tag), forKey: "number")
+            }
+            #expect(FreeOrderProbe.freed.withLock { $0.isEmpty })
+            try context.save()
+            #expect(FreeOrderProbe.freed.withLock { $0 } == tags)
+            #expect(context.registeredObjects.isEmpty)
+            let count = try context.count(for: FetchRequest<ManagedObject>(entityName: "Item"))
+            #expect(count == 600)
         }
     }
 
@@ -92,4 +120,12 @@ struct SaveOrderTests {
             #expect(probe == nil)
         }
     }
+}
+
+/// A managed object that records its tag when freed (see
+/// `savedObjectsFreedInCreationOrder`).
+final class FreeOrderProbe: ManagedObject {
+    static let freed = Mutex<[Int]>([])
+    var tag = -1
+    deinit { let tag = tag; Self.freed.withLock { $0.append(tag) } }
 }
