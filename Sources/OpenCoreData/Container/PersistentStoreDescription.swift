@@ -32,6 +32,12 @@ public struct PersistentStoreDescription: Sendable, Hashable, CustomStringConver
         public static let inferMappingModelAutomatically = "NSInferMappingModelAutomaticallyOption"
         /// `NSPersistentStoreTimeoutOption` (seconds).
         public static let timeout = "NSPersistentStoreTimeoutOption"
+        /// `NSSQLiteManualVacuumOption`: rebuild the SQLite store's file as it opens
+        /// (see ``SQLiteStore/Option/manualVacuum``).
+        public static let sqliteManualVacuum = "NSSQLiteManualVacuumOption"
+        /// `NSSQLiteAnalyzeOption`: gather the SQLite store's index statistics as it
+        /// opens (see ``SQLiteStore/Option/analyze``).
+        public static let sqliteAnalyze = "NSSQLiteAnalyzeOption"
     }
 
     /// The store's file (nil for an in-memory store).

@@ -255,6 +255,7 @@ public final class SQLiteStore: PersistentStore {
         self.remoteChanges = Option.isOn(options[Option.remoteChangeNotificationPost])
             ? RemoteChangeObserver(queue: queue, heldRead: heldRead, interval: options[Option.remoteChangePollInterval].flatMap(Double.init) ?? 0.5)
             : nil
+        try performOpeningMaintenance(options: options)
     }
 
     deinit {
