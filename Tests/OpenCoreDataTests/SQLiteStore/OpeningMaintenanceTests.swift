@@ -39,6 +39,16 @@ struct OpeningMaintenanceTests {
         for store in coordinator.persistentStores { coordinator.remove(store) }
     }
 
+    /// Runs `body` with the URL of a new store made by `makeStoreWithFreePages`, in
+    /// a temporary folder removed afterwards.
+    static func withStoreWithFreePages(_ body: (URL) throws -> Void) throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("Notes.sqlite")
+        try makeStoreWithFreePages(at: url)
+        try body(url)
+    }
+
     /// Reads `sql`'s first integer from the file, on a connection of its own.
     static func integer(_ sql: String, at url: URL) throws -> Int {
         try DatabaseQueue(path: url.path).read { db in try Int.fetchOne(db, sql: sql) ?? -1 }
@@ -50,69 +60,63 @@ struct OpeningMaintenanceTests {
 
     @Test("A store added with the manual vacuum option is rebuilt: no free pages, a smaller file, the same objects")
     func manualVacuum() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("Notes.sqlite")
-        try Self.makeStoreWithFreePages(at: url)
-        #expect(try Self.integer("PRAGMA freelist_count", at: url) > 100)
+        try Self.withStoreWithFreePages { url in
+            #expect(try Self.integer("PRAGMA freelist_count", at: url) > 100)
 
-        // Opened without the option: nothing changes.
-        let plain = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        _ = try plain.addPersistentStore(type: .sqlite, at: url)
-        for store in plain.persistentStores { plain.remove(store) }
-        #expect(try Self.integer("PRAGMA freelist_count", at: url) > 100)
+            // Opened without the option: nothing changes.
+            let plain = PersistentStoreCoordinator(managedObjectModel: try Self.model())
+            _ = try plain.addPersistentStore(type: .sqlite, at: url)
+            for store in plain.persistentStores { plain.remove(store) }
+            #expect(try Self.integer("PRAGMA freelist_count", at: url) > 100)
 
-        let sizeBefore = try Self.fileSize(url)
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        _ = try coordinator.addPersistentStore(type: .sqlite, at: url, options: [SQLiteStore.Option.manualVacuum: "1"])
-        #expect(try Self.integer("PRAGMA freelist_count", at: url) == 0)
-        #expect(try Self.fileSize(url) < sizeBefore / 2)
-        // The store still works: its objects read back, and a save goes through.
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
-        try context.performAndWait {
-            let numbers = try context.fetch(FetchRequest<ManagedObject>(entityName: "Note")).compactMap { $0.value(forKey: "number") as? Int }
-            #expect(numbers.sorted() == Array(0..<100))
-            let entity = try #require(coordinator.managedObjectModel.entitiesByName["Note"])
-            ManagedObject(entity: entity, insertInto: context).setValue(5000, forKey: "number")
-            try context.save()
-            #expect(try context.count(for: FetchRequest<ManagedObject>(entityName: "Note")) == 101)
+            let sizeBefore = try Self.fileSize(url)
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
+            _ = try coordinator.addPersistentStore(type: .sqlite, at: url, options: [SQLiteStore.Option.manualVacuum: "1"])
+            #expect(try Self.integer("PRAGMA freelist_count", at: url) == 0)
+            #expect(try Self.fileSize(url) < sizeBefore / 2)
+            // The store still works: its objects read back, and a save goes through.
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.persistentStoreCoordinator = coordinator
+            try context.performAndWait {
+                let numbers = try context.fetch(FetchRequest<ManagedObject>(entityName: "Note")).compactMap { $0.value(forKey: "number") as? Int }
+                #expect(numbers.sorted() == Array(0..<100))
+                let entity = try #require(coordinator.managedObjectModel.entitiesByName["Note"])
+                ManagedObject(entity: entity, insertInto: context).setValue(5000, forKey: "number")
+                try context.save()
+                #expect(try context.count(for: FetchRequest<ManagedObject>(entityName: "Note")) == 101)
+            }
         }
     }
 
     @Test("A store added with the analyze option has index statistics for its tables")
     func analyze() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("Notes.sqlite")
-        try Self.makeStoreWithFreePages(at: url)
-        #expect(try Self.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'sqlite_stat1'", at: url) == 0)
+        try Self.withStoreWithFreePages { url in
+            #expect(try Self.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'sqlite_stat1'", at: url) == 0)
 
-        var description = PersistentStoreDescription(url: url)
-        description.setOption("1", forKey: PersistentStoreDescription.OptionKey.sqliteAnalyze)
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        _ = try coordinator.addPersistentStore(type: .sqlite, at: url, options: description.options)
-        #expect(try Self.integer("SELECT COUNT(*) FROM sqlite_stat1 WHERE tbl = 'ZNOTE'", at: url) >= 1)
-        // Analysis leaves the pages alone.
-        #expect(try Self.integer("PRAGMA freelist_count", at: url) > 100)
+            var description = PersistentStoreDescription(url: url)
+            description.setOption("1", forKey: PersistentStoreDescription.OptionKey.sqliteAnalyze)
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
+            _ = try coordinator.addPersistentStore(type: .sqlite, at: url, options: description.options)
+            #expect(try Self.integer("SELECT COUNT(*) FROM sqlite_stat1 WHERE tbl = 'ZNOTE'", at: url) >= 1)
+            // Analysis leaves the pages alone.
+            #expect(try Self.integer("PRAGMA freelist_count", at: url) > 100)
+        }
     }
 
     @Test("A store opened read-only, or an in-memory store, ignores both options")
     func ignoredWhereTheyCannotApply() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("Notes.sqlite")
-        try Self.makeStoreWithFreePages(at: url)
-        let freePages = try Self.integer("PRAGMA freelist_count", at: url)
-        let options = [SQLiteStore.Option.manualVacuum: "1", SQLiteStore.Option.analyze: "1"]
+        try Self.withStoreWithFreePages { url in
+            let freePages = try Self.integer("PRAGMA freelist_count", at: url)
+            let options = [SQLiteStore.Option.manualVacuum: "1", SQLiteStore.Option.analyze: "1"]
 
-        let reader = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        _ = try reader.addPersistentStore(type: .sqlite, at: url, options: options.merging([SQLiteStore.Option.readOnly: "1"]) { $1 })
-        #expect(try Self.integer("PRAGMA freelist_count", at: url) == freePages)
-        #expect(try Self.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'sqlite_stat1'", at: url) == 0)
+            let reader = PersistentStoreCoordinator(managedObjectModel: try Self.model())
+            _ = try reader.addPersistentStore(type: .sqlite, at: url, options: options.merging([SQLiteStore.Option.readOnly: "1"]) { $1 })
+            #expect(try Self.integer("PRAGMA freelist_count", at: url) == freePages)
+            #expect(try Self.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'sqlite_stat1'", at: url) == 0)
 
-        let memory = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        _ = try memory.addPersistentStore(type: .inMemory, at: nil, options: options)
-        #expect(memory.persistentStores.count == 1)
+            let memory = PersistentStoreCoordinator(managedObjectModel: try Self.model())
+            _ = try memory.addPersistentStore(type: .inMemory, at: nil, options: options)
+            #expect(memory.persistentStores.count == 1)
+        }
     }
 }
