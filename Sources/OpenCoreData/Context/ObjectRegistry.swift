@@ -466,8 +466,9 @@ extension ManagedObjectContext {
             if newID.isTemporaryID {
                 temporaries[newID] = number
             } else if fresh && (oldID.isTemporaryID || found == nil) {
-                // (An object re-keyed from a permanent ID kept no entry above: none
-                // names its slot, which may then be listed.)
+                // (No entry names the slot: it was registered under a temporary ID,
+                // or taken just now. A slot found under a permanent ID may still be
+                // named by the table, and is entered there below.)
                 if pendingPermanents.count >= pendingLimit { compactPendingPermanents() }
                 pendingPermanents.append(number)
             } else {
