@@ -9,6 +9,21 @@ extension ManagedObjectContext {
     /// Posted after a successful save with the objects and object IDs saved;
     /// `object` is the context.
     public static let didSaveNotification = Notification.Name("NSManagedObjectContextDidSaveNotification")
+    /// Posted after a successful save, right after ``didSaveNotification``, with the
+    /// object IDs only (`NSManagedObjectContextDidSaveObjectIDsNotification`):
+    /// ``NotificationKey/insertedObjectIDs``, ``NotificationKey/updatedObjectIDs`` and
+    /// ``NotificationKey/deletedObjectIDs``, each a `Set<ObjectID>`; `object` is the
+    /// context. Unlike managed objects, the IDs may be kept and handed to other
+    /// queues, which is why Core Data recommends this notification over the other.
+    ///
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectIDsNotification,
+    ///                                        object: backgroundContext, queue: nil) { notification in
+    ///     guard let save = ContextSaveSummary(didSaveNotification: notification) else { return }
+    ///     viewContext.perform { viewContext.mergeChanges(from: save) }
+    /// }
+    /// ```
+    public static let didSaveObjectIDsNotification = Notification.Name("NSManagedObjectContextDidSaveObjectIDsNotification")
 
     /// The keys of the notifications' `userInfo`, as Core Data names them.
     public enum NotificationKey {
@@ -105,6 +120,8 @@ extension ManagedObjectContext {
 
         static let didSave = UserInfoTemplate(keys: [BoxedKey.insertedObjects, BoxedKey.updatedObjects, BoxedKey.deletedObjects,
                                                      BoxedKey.insertedObjectIDs, BoxedKey.updatedObjectIDs, BoxedKey.deletedObjectIDs])
+        static let didSaveObjectIDs = UserInfoTemplate(keys: [BoxedKey.insertedObjectIDs, BoxedKey.updatedObjectIDs,
+                                                             BoxedKey.deletedObjectIDs])
         static let objectsDidChange = UserInfoTemplate(keys: [BoxedKey.insertedObjects, BoxedKey.updatedObjects,
                                                               BoxedKey.deletedObjects, BoxedKey.refreshedObjects])
     }
@@ -112,6 +129,9 @@ extension ManagedObjectContext {
     func publish(_ summary: ContextSaveSummary, inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>) {
         NotificationCenter.default.post(name: ManagedObjectContext.didSaveNotification, object: self, userInfo: UserInfoTemplate.didSave.userInfo(
             inserted, updated, deleted, summary.insertedObjectIDs, summary.updatedObjectIDs, summary.deletedObjectIDs))
+        NotificationCenter.default.post(name: ManagedObjectContext.didSaveObjectIDsNotification, object: self,
+                                        userInfo: UserInfoTemplate.didSaveObjectIDs.userInfo(
+            summary.insertedObjectIDs, summary.updatedObjectIDs, summary.deletedObjectIDs))
         for continuation in saveObservers.values { continuation.yield(summary) }
         broadcast(summary)
     }

@@ -162,17 +162,19 @@ extension PersistentStoreCoordinator {
 }
 
 extension ContextSaveSummary {
-    /// The summary of a ``ManagedObjectContext/didSaveNotification``: its object
-    /// ID sets (nil when the notification is not a did-save notification). Call it
-    /// where the notification is delivered: on the saving context's queue.
+    /// The summary of a ``ManagedObjectContext/didSaveNotification`` or a
+    /// ``ManagedObjectContext/didSaveObjectIDsNotification``: its object ID sets (nil
+    /// when the notification is neither). Call it where the notification is
+    /// delivered: on the saving context's queue.
     ///
     /// ```swift
     /// let save = ContextSaveSummary(didSaveNotification: notification)
     /// ```
     public init?(didSaveNotification notification: Notification) {
-        // A did-save notification, or a history transaction's object-ID notification.
+        // A did-save notification, or an object-ID one (a context's, or a history
+        // transaction's).
         guard notification.name == ManagedObjectContext.didSaveNotification
-                || notification.name == PersistentHistoryTransaction.objectIDsNotificationName else { return nil }
+                || notification.name == ManagedObjectContext.didSaveObjectIDsNotification else { return nil }
         let info = notification.userInfo ?? [:]
         typealias Key = ManagedObjectContext.NotificationKey
         self.init(insertedObjectIDs: info[Key.insertedObjectIDs] as? Set<ObjectID> ?? [],

@@ -57,8 +57,9 @@ public struct PersistentHistoryTransaction: Sendable, Hashable, Identifiable {
         ])
     }
 
-    /// The name of the notifications ``objectIDNotification()`` makes.
-    public static let objectIDsNotificationName = Notification.Name("NSManagedObjectContextDidSaveObjectIDsNotification")
+    /// The name of the notifications ``objectIDNotification()`` makes: a context's
+    /// ``ManagedObjectContext/didSaveObjectIDsNotification``.
+    public static let objectIDsNotificationName = ManagedObjectContext.didSaveObjectIDsNotification
 
     /// The transaction without its changes (what a change points back to).
     var withoutChanges: PersistentHistoryTransaction {

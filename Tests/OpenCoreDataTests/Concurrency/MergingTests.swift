@@ -25,6 +25,58 @@ struct MergingTests {
         return try #require(saved.withLock { $0 })
     }
 
+    @Test("Each save posts the object-ID notification right after the did-save one, with the same IDs, and it merges", arguments: allStoreTypes)
+    func objectIDNotification(storeType: PersistentStoreType) async throws {
+        let stack = try QueueStack(storeType: storeType)
+        let writer = stack.context(name: "writer")
+        let reader = stack.context(name: "reader")
+        let posted = Mutex<[(kind: String, save: ContextSaveSummary, hasObjects: Bool)]>([])
+        func record(_ kind: String) -> @Sendable (Notification) -> Void {
+            { notification in
+                guard let save = ContextSaveSummary(didSaveNotification: notification) else { return }
+                let hasObjects = notification.userInfo?[ManagedObjectContext.NotificationKey.insertedObjects] != nil
+                posted.withLock { $0.append((kind, save, hasObjects)) }
+                if kind == "ids" { reader.perform { reader.mergeChanges(from: save) } }
+            }
+        }
+        let observers = [
+            NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: writer,
+                                                   queue: nil, using: record("objects")),
+            NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectIDsNotification, object: writer,
+                                                   queue: nil, using: record("ids")),
+        ]
+        defer { for observer in observers { NotificationCenter.default.removeObserver(observer) } }
+
+        let (milk, eggs) = try await writer.perform {
+            let milk = ManagedObject(entity: stack.item, insertInto: writer)
+            milk.setValue("milk", forKey: "name")
+            let eggs = ManagedObject(entity: stack.item, insertInto: writer)
+            eggs.setValue("eggs", forKey: "name")
+            try writer.save()
+            milk.setValue("oat milk", forKey: "name")
+            writer.delete(eggs)
+            try writer.save()
+            return (milk.objectID, eggs.objectID)
+        }
+        await reader.perform(schedule: .enqueued) {}
+
+        let notes = posted.withLock { $0 }
+        #expect(notes.map(\.kind) == ["objects", "ids", "objects", "ids"])
+        // The object-ID notification carries IDs only, the same as the did-save one's.
+        #expect(notes.map(\.hasObjects) == [true, false, true, false])
+        #expect(notes[0].save == notes[1].save && notes[2].save == notes[3].save)
+        #expect(notes[1].save.insertedObjectIDs == [milk, eggs])
+        #expect(notes[1].save.insertedObjectIDs.allSatisfy { !$0.isTemporaryID })
+        #expect(notes[3].save.updatedObjectIDs == [milk] && notes[3].save.deletedObjectIDs == [eggs])
+        #expect(notes[3].save.contextName == "writer")
+        // Merged from the object-ID notifications alone: the reader sees the milk, renamed, and no eggs.
+        try await reader.perform {
+            #expect(reader.registeredObject(for: eggs) == nil)
+            let names = try reader.fetch(FetchRequest<ManagedObject>(entityName: "Item")).compactMap { $0.value(forKey: "name") as? String }
+            #expect(names == ["oat milk"])
+        }
+    }
+
     @Test("Inserted objects arrive as faults, updated ones are refreshed, deleted ones removed", arguments: allStoreTypes)
     func mergeRules(storeType: PersistentStoreType) async throws {
         let stack = try QueueStack(storeType: storeType)
