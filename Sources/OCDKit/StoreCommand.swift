@@ -19,7 +19,8 @@ func openStore(_ path: String, modelPath: String?) throws -> (ManagedObjectConte
         throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)
     }
     let model = try modelPath.map(loadModel) ?? SQLiteStore.storedModel(at: url)
-    let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+    // The throwing path: a model from a file that fails validation is an error, never a trap.
+    let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
     let store = try coordinator.addPersistentStore(type: .sqlite, at: url, options: [SQLiteStore.Option.readOnly: "1"])
     guard let sqlite = store as? SQLiteStore else { throw CoreDataError(.persistentStoreOpen, "Not a SQLite store: \(path)") }
     let context = ManagedObjectContext(concurrencyType: .mainQueue)

@@ -45,7 +45,10 @@ public final class PersistentStoreCoordinator: Sendable {
     let mergeTargets = Mutex<[ObjectIdentifier: WeakContext]>([:])
 
     /// A coordinator for `model`. The model is validated and becomes immutable; an
-    /// invalid model is a programming error reported here with every problem.
+    /// invalid model is a programming error reported here with every problem (it
+    /// stops the program). For a model read from a file (a `.mom`, an
+    /// `.xcdatamodeld`, a store's model cache) use ``validated(managedObjectModel:)``,
+    /// which throws instead.
     public init(managedObjectModel: ManagedObjectModel) {
         do {
             try managedObjectModel.freeze()
@@ -56,7 +59,14 @@ public final class PersistentStoreCoordinator: Sendable {
         ManagedObjectClasses.remember(managedObjectModel)
     }
 
-    /// A coordinator for `model`, throwing when the model is invalid.
+    /// A coordinator for `model`, throwing when the model is invalid (error 134060
+    /// listing every problem): the path for models read from files, which must
+    /// never stop the program.
+    ///
+    /// ```swift
+    /// let model = try SQLiteStore.storedModel(at: storeURL)
+    /// let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
+    /// ```
     public static func validated(managedObjectModel: ManagedObjectModel) throws -> PersistentStoreCoordinator {
         try managedObjectModel.freeze()
         return PersistentStoreCoordinator(managedObjectModel: managedObjectModel)

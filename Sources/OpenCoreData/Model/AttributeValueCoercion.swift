@@ -99,6 +99,42 @@ enum AttributeValueCoercion {
         }
     }
 
+    /// How Xcode's `defaultValueString` reads for an attribute of `type`, never
+    /// refusing: the plain form of the type first (``parseDefault(_:type:)``); then,
+    /// for numeric types, the words `YES`/`NO`/`true`/`false` as 1/0 (the boolean
+    /// `NSNumber` Core Data would hold, which a numeric attribute reads as 1 or 0),
+    /// and a leading number followed by other characters (`"12px"`: 12, as
+    /// `NSString`'s numeric readings do). `exact` is false when the value is one
+    /// of those lenient readings (a guess: log it); `value` is nil when nothing
+    /// could be read (no default).
+    static func readDefault(_ text: String, type: AttributeType) -> (value: AttributeValue?, exact: Bool) {
+        if let value = parseDefault(text, type: type) { return (value, true) }
+        guard type.isNumeric || type == .boolean else { return (nil, false) }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        switch trimmed.uppercased() {
+        case "YES", "TRUE": return (coerce(.bool(true), to: type), false)
+        case "NO", "FALSE": return (coerce(.bool(false), to: type), false)
+        default: break
+        }
+        // The longest leading number: sign, digits, one decimal point, exponent.
+        var prefix = ""
+        var seenDigit = false, seenPoint = false
+        for character in trimmed {
+            if character.isASCII, character.isNumber { prefix.append(character); seenDigit = true; continue }
+            if (character == "-" || character == "+"), prefix.isEmpty { prefix.append(character); continue }
+            if character == ".", !seenPoint { prefix.append(character); seenPoint = true; continue }
+            break
+        }
+        guard seenDigit, let number = Double(prefix), number.isFinite else { return (nil, false) }
+        if type == .boolean { return (.bool(number != 0), false) }
+        if let integerRange = type.integerRange {
+            let truncated = number.rounded(.towardZero)
+            guard let integer = Int64(exactly: truncated), integerRange.contains(integer) else { return (nil, false) }
+            return (.int(integer), false)
+        }
+        return (coerce(.double(number), to: type), false)
+    }
+
     /// Parses Xcode's `defaultValueString` for an attribute of `type`.
     static func parseDefault(_ text: String, type: AttributeType) -> AttributeValue? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)

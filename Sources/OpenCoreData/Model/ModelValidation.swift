@@ -139,10 +139,6 @@ extension ManagedObjectModel {
         if attribute.attributeType == .undefined && !attribute.isTransient {
             problem(entity.name, attribute.name, "Attribute '\(label)' has type Undefined but is not transient")
         }
-        if let defaultValue = attribute.defaultValue, !defaultValue.isNull,
-           !AttributeValueCoercion.fits(defaultValue, attribute.attributeType) {
-            problem(entity.name, attribute.name, "Default value \(defaultValue) of '\(label)' is not a \(attribute.attributeType.xcodeName)")
-        }
         if let composite = attribute as? CompositeAttributeDescription, composite.elements.isEmpty {
             problem(entity.name, attribute.name, "Composite attribute '\(label)' has no elements")
         }

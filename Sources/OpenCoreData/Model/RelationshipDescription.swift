@@ -54,6 +54,11 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         super.init(name: name)
     }
 
+    /// A count read from a model file, as Core Data reads it: counts are unsigned
+    /// there, and recent frameworks (1344 and later) write an unbounded maximum as -1
+    /// (all bits set). A negative count reads as 0 (no limit, no minimum).
+    static func storedCount(_ count: Int) -> Int { max(count, 0) }
+
     /// Whether the relationship holds many objects (`maxCount` other than 1).
     public var isToMany: Bool { maxCount != 1 }
 

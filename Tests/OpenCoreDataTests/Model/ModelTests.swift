@@ -210,10 +210,12 @@ struct ModelTests {
         b.properties = [bad]
         model.entities = [a, b]
         let problems = model.validationProblems()
-        #expect(problems.count == 5)
+        // A default value of another type is no problem (Core Data checks values, not
+        // defaults, and Xcode compiles such models): 4, not 5.
+        #expect(problems.count == 4)
         #expect(problems.contains { $0.key == "x" && $0.message.contains("two properties") })
         #expect(problems.contains { $0.key == "id" && $0.message.contains("Object ID") })
-        #expect(problems.contains { $0.key == "n" && $0.message.contains("Default value") })
+        #expect(!problems.contains { $0.key == "n" })
         #expect(problems.contains { $0.key == "r" && $0.message.contains("inverse 'nope'") })
         #expect(problems.contains { $0.key == "s" && $0.message.contains("minimum count 5") })
         #expect(throws: CoreDataError.self) { try model.validate() }

@@ -215,8 +215,6 @@ struct XcodeModelTests {
           arguments: [
             ("<model><entity name=\"A\"><attribute name=\"x\" attributeType=\"Integer 99\"/></entity></model>", "unknown attributeType 'Integer 99'"),
             ("<model><entity name=\"A\"><attribute name=\"x\"/></entity></model>", "missing attributeType"),
-            ("<model><entity name=\"A\"><attribute name=\"x\" attributeType=\"Integer 16\" defaultValueString=\"abc\"/></entity></model>", "defaultValueString 'abc'"),
-            ("<model><entity name=\"A\"><attribute name=\"x\" attributeType=\"Integer 16\" defaultValueString=\"70000\"/></entity></model>", "defaultValueString '70000'"),
             ("<model><entity name=\"A\"><attribute name=\"x\" attributeType=\"String\" optional=\"maybe\"/></entity></model>", "'optional' is 'maybe'"),
             ("<model><entity name=\"A\" parentEntity=\"Nope\"/></model>", "unknown parentEntity 'Nope'"),
             ("<model><entity name=\"A\" parentEntity=\"B\"/><entity name=\"B\" parentEntity=\"A\"/></model>", "loops back"),
@@ -237,6 +235,8 @@ struct XcodeModelTests {
             (String(repeating: "<model>", count: 200) + String(repeating: "</model>", count: 200), "nested deeper"),
           ])
     func malformed(xml: String, expected: String) throws {
+        // (Default values that are not of their type are not here: Xcode compiles
+        // them, so they load, without a default when unreadable: RealStoreTests.)
         let url = try writeModel(xml)
         do {
             _ = try ManagedObjectModel(contentsOf: url)

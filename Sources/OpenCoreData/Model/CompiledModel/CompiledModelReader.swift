@@ -217,9 +217,16 @@ private struct Decoder {
         }
         // Fetch indexes are also written out as compound indexes; keep only the
         // compound indexes that are not just a fetch index's property list.
+        // An expression element (`NSIndexedProperty` an expression description) is
+        // written there under its key path (`self`, `entity`, ...), so it matches any
+        // name at its position.
         if !entity.indexes.isEmpty {
-            let indexLists = Set(entity.indexes.map { $0.elements.compactMap(\.propertyName) })
-            entity.compoundIndexes.removeAll { indexLists.contains($0) }
+            let indexLists = entity.indexes.map { $0.elements.map(\.propertyName) }
+            entity.compoundIndexes.removeAll { compound in
+                indexLists.contains { list in
+                    list.count == compound.count && zip(list, compound).allSatisfy { $0 == nil || $0 == $1 }
+                }
+            }
         }
 
         var superentityUID: Int?
@@ -365,7 +372,20 @@ private struct Decoder {
         }
         attribute.valueTransformerName = nonEmpty(try archive.string(object["NSValueTransformerName"], "\(label): NSValueTransformerName"))
         if let value = archive.plainValue(object["NSDefaultValue"]), !value.isNull {
-            attribute.defaultValue = AttributeValueCoercion.coerce(value, to: type) ?? value
+            // A default of another type (a string in a numeric attribute, ...) never
+            // refuses the model: a string reads as Xcode's defaultValueString would,
+            // anything else that does not fit is dropped, with a warning.
+            if let coerced = AttributeValueCoercion.coerce(value, to: type) {
+                attribute.defaultValue = coerced
+            } else if case .string(let text) = value {
+                attribute.defaultValue = ModelLoadingLog.defaultValue(text, type: type, entity: nil, attribute: attribute.name,
+                                                                      label: label)
+            } else if type == .transformable || type == .undefined {
+                attribute.defaultValue = value
+            } else {
+                ModelLoadingLog.warning("Default value \(value) of \(label) is not a \(type.xcodeName); the attribute has no default",
+                                        entity: nil, property: attribute.name)
+            }
         }
         var flags: Int64 = 0
         if case .int(let value) = object["NSFlagsKey"] { flags = value }
@@ -398,13 +418,13 @@ private struct Decoder {
             inverse = try archive.string(relationship["NSPropertyName"], "\(label): inverse relationship name")
         }
         let relationship = RelationshipDescription(name: name, destination: nonEmpty(destination), inverse: nonEmpty(inverse))
+        // Counts are NSUInteger in Core Data: recent frameworks (1344 and later) write
+        // an unbounded to-many's maximum as -1 (all bits set), older ones as 0. A
+        // negative maximum reads as unbounded (0), a negative minimum as none (0).
         let minCount = try int(object["NSMinCount"], "\(label): NSMinCount") ?? 0
         let maxCount = try int(object["NSMaxCount"], "\(label): NSMaxCount") ?? 1
-        guard minCount >= 0, maxCount >= 0 else {
-            throw Failure(description: "\(label): invalid counts (min \(minCount), max \(maxCount))")
-        }
-        relationship.minCount = minCount
-        relationship.maxCount = maxCount
+        relationship.minCount = RelationshipDescription.storedCount(minCount)
+        relationship.maxCount = RelationshipDescription.storedCount(maxCount)
         if let rawRule = try int(object["NSDeleteRule"], "\(label): NSDeleteRule") {
             guard let rule = DeleteRule(rawValue: rawRule) else {
                 throw Failure(description: "\(label): unknown NSDeleteRule \(rawRule)")
@@ -462,6 +482,17 @@ private struct Decoder {
             let ascending = elementObject.fields["NSAscending"] == nil ? true : try bool(elementObject["NSAscending"], "\(label): NSAscending")
             let type = try int(elementObject["NSFetchIndexElementType"], "\(label): NSFetchIndexElementType") ?? 0
             let collation: FetchIndexElementDescription.CollationType = type == 1 ? .rTree : .binary
+            // An element indexing an expression (Photos' models, framework 973 and
+            // later) points at an expression description through NSIndexedProperty;
+            // its NSPropertyName is a made-up name (`expression1`), not a property.
+            if case .object(let indexed) = try archive.resolve(elementObject["NSIndexedProperty"]),
+               indexed.isKind(of: "NSExpressionDescription") {
+                let name = try archive.string(indexed["NSPropertyName"], "\(label): expression name")
+                let expression = predicates.expressionFormat(indexed["NSExpression"]) ?? name ?? "self"
+                elements.append(FetchIndexElementDescription(expression: expression, expressionType: nil,
+                                                             collationType: collation, ascending: ascending))
+                continue
+            }
             var propertyName = try archive.string(elementObject["NSPropertyName"], "\(label): NSPropertyName")
             if propertyName == nil, case .object(let property) = try archive.resolve(elementObject["NSProperty"]) {
                 propertyName = try archive.string(property["NSPropertyName"], "\(label): property name")

@@ -25,7 +25,7 @@ struct XcodeModelReader {
         var composites: [String: CompositeAttributeDescription] = [:]
         for node in root.children(named: "composite") {
             let name = try required(node, "name")
-            let elements = try node.children(named: "attribute").map { try readAttribute($0, owner: "composite '\(name)'", composites: composites) }
+            let elements = try node.children(named: "attribute").map { try readAttribute($0, owner: "composite '\(name)'", ownerName: name, composites: composites) }
             let composite = CompositeAttributeDescription(name: name, elements: elements)
             composite.compositeName = name
             composites[name] = composite
@@ -106,7 +106,7 @@ struct XcodeModelReader {
         for child in node.children {
             switch child.name {
             case "attribute":
-                properties.append(try readAttribute(child, owner: owner, composites: composites))
+                properties.append(try readAttribute(child, owner: owner, ownerName: name, composites: composites))
             case "relationship":
                 properties.append(try readRelationship(child, owner: owner))
             case "fetchedProperty":
@@ -131,7 +131,7 @@ struct XcodeModelReader {
         return entity
     }
 
-    private func readAttribute(_ node: XMLElementNode, owner: String,
+    private func readAttribute(_ node: XMLElementNode, owner: String, ownerName: String,
                                composites: [String: CompositeAttributeDescription]) throws -> AttributeDescription {
         let name = try required(node, "name")
         let label = "\(owner), <attribute name=\"\(name)\">"
@@ -179,7 +179,13 @@ struct XcodeModelReader {
 
         if type == .date {
             if let interval = node["defaultDateTimeInterval"] {
-                attribute.defaultValue = try dateValue(interval, node, label, "defaultDateTimeInterval")
+                // Never refuse a model for its default value: unreadable is no default.
+                if let seconds = Double(interval.trimmingCharacters(in: .whitespaces)), seconds.isFinite {
+                    attribute.defaultValue = .date(Date(timeIntervalSinceReferenceDate: seconds))
+                } else {
+                    ModelLoadingLog.warning("Default date '\(interval)' of '\(ownerName).\(name)' is not a number of seconds; the attribute has no default",
+                                            entity: ownerName, property: name)
+                }
             }
             if let interval = node["minDateTimeInterval"] {
                 attribute.minValue = try dateValue(interval, node, label, "minDateTimeInterval")
@@ -189,10 +195,9 @@ struct XcodeModelReader {
             }
         } else if let text = node["defaultValueString"], ![.binaryData, .transformable, .composite, .undefined, .objectID].contains(type) {
             // Types without a textual default ignore the XML attribute, as momc does.
-            guard let value = AttributeValueCoercion.parseDefault(text, type: type) else {
-                throw fail(node, "\(label): defaultValueString '\(text)' is not a valid \(type.xcodeName)")
-            }
-            attribute.defaultValue = value
+            // A string that is not of the type never refuses the model (Xcode
+            // compiles it): a lenient reading or no default, with a warning.
+            attribute.defaultValue = ModelLoadingLog.defaultValue(text, type: type, entity: ownerName, attribute: name)
         }
         if type != .date {
             let lengthBounded = type == .string || type == .binaryData
@@ -226,13 +231,19 @@ struct XcodeModelReader {
         let relationship = RelationshipDescription(name: name, destination: destination, inverse: nonEmpty(node["inverseName"]),
                                                    toMany: toMany, ordered: try bool(node, "ordered"))
         try readCommon(node, into: relationship)
+        // Counts as Core Data reads them: NSUInteger, so -1 (or any negative) is
+        // "unbounded" for a maximum and "none" for a minimum.
         if let text = node["maxCount"] {
-            guard let count = Int(text), count >= 0 else { throw fail(node, "\(label): maxCount '\(text)' is not a count") }
-            relationship.maxCount = toMany ? count : 1
+            guard let count = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw fail(node, "\(label): maxCount '\(text)' is not a count")
+            }
+            relationship.maxCount = toMany ? RelationshipDescription.storedCount(count) : 1
         }
         if let text = node["minCount"] {
-            guard let count = Int(text), count >= 0 else { throw fail(node, "\(label): minCount '\(text)' is not a count") }
-            relationship.minCount = count
+            guard let count = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw fail(node, "\(label): minCount '\(text)' is not a count")
+            }
+            relationship.minCount = RelationshipDescription.storedCount(count)
         }
         if let rule = node["deletionRule"] {
             guard let parsed = DeleteRule(xcodeName: rule) else {
