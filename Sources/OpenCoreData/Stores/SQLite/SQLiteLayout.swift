@@ -50,10 +50,12 @@ extension SQLiteSchema {
 ///   Bear for sibling subentities; other clashes a guess).
 /// * A to-many without inverse keeps a hidden foreign key `Z<source#><NAME>` in the
 ///   destination's table (documented by a third party; its position a guess).
-/// * Many-to-many: join table `Z_<E1#><REL1>` named by the side whose entity name
-///   sorts first (verified on TestModel, observed on Bear/Photos), columns
-///   `Z_<E1#><INVERSE>` and `Z_<E2#><REL1>`, `Z_FOK_...` for ordered sides,
-///   composite primary key and the reverse index `<TABLE>_<COL2>_INDEX` (verified).
+/// * Many-to-many: join table `Z_<E1#><REL1>`, columns `Z_<E1#><INVERSE>` and
+///   `Z_<E2#><REL1>`, `Z_FOK_...` for ordered sides, composite primary key and the
+///   reverse index `<TABLE>_<COL2>_INDEX` (verified). Which side names it: see the
+///   join-table planning below and docs/sqlite-format.md (verified on TestModel,
+///   the Bookmarks stores and three Photos libraries). An existing store's own join
+///   tables win (``SQLiteSchema/init(reading:model:configurationName:)``).
 /// * Indexes per table: legacy indexed attributes `<TABLE>_<COLUMN>_INDEX`, then
 ///   foreign keys `<TABLE>_<COLUMN>_INDEX`, then `<TABLE>_Z_ENT_INDEX` when the
 ///   table holds subentities, then legacy compound indexes `<TABLE>_<COL>_<COL>`
@@ -182,51 +184,79 @@ struct SQLiteLayout {
             }
         }
 
-        // Join tables, by the root of the entity that names them.
+        // Join tables, by the root of the entity that names them. Core Data's rule
+        // (docs/sqlite-format.md, "Many-to-many"), found on the fixture stores:
+        // entities are taken those with subentities first, then the others, each
+        // group by entity number; inside an entity, relationships by name. A pair
+        // met for the first time makes its table, named by the side whose entity
+        // comes first in that order (between two relationships of one entity, by
+        // the one whose name sorts last). Join columns are made unique across all
+        // join tables in that order (`Z_34REPRESENTATIVEASSETS1`); a relationship
+        // that is its own inverse keeps the other column as `REFLEXIVE`.
         struct JoinPlan { var table: SQLiteSchema.Table; var index: SQLiteSchema.Index; var ownerRoot: String }
         var joins: [JoinPlan] = []
-        for members in hierarchies {
-            for entity in members {
-                let relationships = entity.properties.compactMap(storedRelationship)
-                    .sorted { ManagedObjectModel.compareNames($0.name, $1.name) }
-                for relationship in relationships where relationship.isToMany {
-                    guard let other = inverse(of: relationship), other.isToMany, !other.isTransient,
-                          let otherEntity = other.entity, inSet[otherEntity.name] === otherEntity else { continue }
-                    // The side whose entity name sorts first names the table.
-                    let mine = (entity.name, relationship.name), theirs = (otherEntity.name, other.name)
-                    let isOwner = mine == theirs
-                        || ManagedObjectModel.compareNames(mine.0, theirs.0)
-                        || (mine.0 == theirs.0 && ManagedObjectModel.compareNames(mine.1, theirs.1))
-                    guard isOwner else { continue }
-                    let table = "Z_\(number(entity))\(relationship.name.uppercased())"
-                    let first = "Z_\(number(entity))\(other.name.uppercased())"
-                    var second = "Z_\(number(otherEntity))\(relationship.name.uppercased())"
-                    if SQLiteIdentifier.key(second) == SQLiteIdentifier.key(first) { second += "1" }
-                    var columns = [first, second]
-                    let secondOrder = relationship.isOrdered ? "Z_FOK_" + second.dropFirst(2) : nil
-                    let firstOrder = other.isOrdered && other !== relationship ? "Z_FOK_" + first.dropFirst(2) : nil
-                    if let secondOrder { columns.append(secondOrder) }
-                    if let firstOrder { columns.append(firstOrder) }
-                    guard usedTableNames.insert(SQLiteIdentifier.key(table)).inserted else {
-                        throw CoreDataError(.coreData, "Two tables of the store would be named \(table)",
-                                            entityName: entity.name, key: relationship.name)
-                    }
-                    ownStorage[entity.name, default: [:]][relationship.name] = .joinTable(.init(
-                        tableName: table, sourceColumn: first, destinationColumn: second, orderColumn: secondOrder))
-                    if other !== relationship {
-                        ownStorage[otherEntity.name, default: [:]][other.name] = .joinTable(.init(
-                            tableName: table, sourceColumn: second, destinationColumn: first, orderColumn: firstOrder))
-                    }
-                    let indexName = "\(table)_\(second)_INDEX"
-                    usedIndexNames.insert(SQLiteIdentifier.key(indexName))
-                    joins.append(JoinPlan(
-                        table: .init(name: table, kind: .join,
-                                     columns: columns.map { .init(name: $0, declaredType: "INTEGER") },
-                                     uniqueConstraints: [], primaryKey: [first, second]),
-                        index: .init(name: indexName, tableName: table,
-                                     columns: [.init(name: second), .init(name: first)], isUnique: false),
-                        ownerRoot: rootInSet(entity).name))
+        var usedJoinColumns: Set<String> = []
+        func uniqueJoinColumn(_ base: String) -> String {
+            var name = base
+            var suffix = 1
+            while usedJoinColumns.contains(SQLiteIdentifier.key(name)) {
+                name = base + String(suffix)
+                suffix += 1
+            }
+            usedJoinColumns.insert(SQLiteIdentifier.key(name))
+            return name
+        }
+        let joinOrder = hierarchies.flatMap { $0 }.enumerated().sorted { a, b in
+            let subA = hasSubentities(a.element), subB = hasSubentities(b.element)
+            if subA != subB { return subA }
+            let numberA = number(a.element), numberB = number(b.element)
+            return numberA != numberB ? numberA < numberB : a.offset < b.offset
+        }.map(\.element)
+        var joinRank: [String: Int] = [:]
+        for (rank, entity) in joinOrder.enumerated() { joinRank[entity.name] = rank }
+        for entity in joinOrder {
+            let relationships = entity.properties.compactMap(storedRelationship)
+                .sorted { ManagedObjectModel.compareNames($0.name, $1.name) }
+            for relationship in relationships where relationship.isToMany {
+                guard let other = inverse(of: relationship), other.isToMany, !other.isTransient,
+                      let otherEntity = other.entity, inSet[otherEntity.name] === otherEntity else { continue }
+                let reflexive = other === relationship
+                let isOwner: Bool
+                if reflexive {
+                    isOwner = true
+                } else if otherEntity === entity {
+                    isOwner = ManagedObjectModel.compareNames(other.name, relationship.name)
+                } else {
+                    isOwner = (joinRank[entity.name] ?? 0) < (joinRank[otherEntity.name] ?? 0)
                 }
+                guard isOwner else { continue }
+                let table = "Z_\(number(entity))\(relationship.name.uppercased())"
+                let first = uniqueJoinColumn("Z_\(number(entity))\(other.name.uppercased())")
+                let second = reflexive ? "REFLEXIVE" : uniqueJoinColumn("Z_\(number(otherEntity))\(relationship.name.uppercased())")
+                var columns = [first, second]
+                let secondOrder = relationship.isOrdered && !reflexive ? "Z_FOK_" + second.dropFirst(2) : nil
+                let firstOrder = other.isOrdered && !reflexive ? "Z_FOK_" + first.dropFirst(2) : nil
+                if let secondOrder { columns.append(secondOrder) }
+                if let firstOrder { columns.append(firstOrder) }
+                guard usedTableNames.insert(SQLiteIdentifier.key(table)).inserted else {
+                    throw CoreDataError(.coreData, "Two tables of the store would be named \(table)",
+                                        entityName: entity.name, key: relationship.name)
+                }
+                ownStorage[entity.name, default: [:]][relationship.name] = .joinTable(.init(
+                    tableName: table, sourceColumn: first, destinationColumn: second, orderColumn: secondOrder))
+                if !reflexive {
+                    ownStorage[otherEntity.name, default: [:]][other.name] = .joinTable(.init(
+                        tableName: table, sourceColumn: second, destinationColumn: first, orderColumn: firstOrder))
+                }
+                let indexName = "\(table)_\(second)_INDEX"
+                usedIndexNames.insert(SQLiteIdentifier.key(indexName))
+                joins.append(JoinPlan(
+                    table: .init(name: table, kind: .join,
+                                 columns: columns.map { .init(name: $0, declaredType: "INTEGER") },
+                                 uniqueConstraints: [], primaryKey: [first, second]),
+                    index: .init(name: indexName, tableName: table,
+                                 columns: [.init(name: second), .init(name: first)], isUnique: false),
+                    ownerRoot: rootInSet(entity).name))
             }
         }
 

@@ -40,7 +40,44 @@ extension SQLiteSchema {
             problems.append(CoreDataError(.persistentStoreIncompatibleSchema, message, entityName: entity, key: key))
         }
         let names = Set(entities.map(\.name))
-        for entity in entities.sorted(by: { ManagedObjectModel.compareNames($0.name, $1.name) }) {
+        // Entities are matched to the store's numbers by name, then by renaming
+        // identifier (Core Data's lightweight migration keeps the old name in
+        // Z_PRIMARYKEY when it renames an entity), then through the store's own
+        // model cache (an entity of the cached model with the same name, and its
+        // renaming identifier). The store's names become aliases of the model's.
+        var cachedModel: ManagedObjectModel??
+        func cachedRenamingIdentifier(_ name: String) -> String? {
+            if cachedModel == nil { cachedModel = .some(try? SQLiteSchemaReader.modelCache(db)) }
+            return cachedModel??.entitiesByName[name]?.renamingIdentifier
+        }
+        let sortedEntities = entities.sorted(by: { ManagedObjectModel.compareNames($0.name, $1.name) })
+        for entity in sortedEntities where storeNumbers[entity.name] == nil {
+            let claimed = Set(names)
+            for candidate in [entity.renamingIdentifier, cachedRenamingIdentifier(entity.name)].compactMap({ $0 })
+            where !claimed.contains(candidate) {
+                guard let number = storeNumbers[candidate] else { continue }
+                storeNumbers[entity.name] = number
+                storeNames[number] = entity.name
+                storeSupers[entity.name] = storeSupers[candidate]
+                break
+            }
+        }
+        // An entity the model added that has no Z_PRIMARYKEY row yet (Core Data adds
+        // rows as it needs them): it gets the next free number, as long as its
+        // hierarchy's table exists (checked below with the columns).
+        var nextNumber = max(storeNames.keys.filter { $0 < 16000 }.max() ?? 0, 0) + 1
+        for entity in sortedEntities where storeNumbers[entity.name] == nil {
+            var root = entity
+            while let up = root.superentity, names.contains(up.name) { root = up }
+            guard try SQLiteSchemaReader.tableExists(db, "Z" + root.name.uppercased()) else { continue }
+            storeNumbers[entity.name] = nextNumber
+            storeNames[nextNumber] = entity.name
+            storeSupers[entity.name] = entity.superentity.flatMap { storeNumbers[$0.name] } ?? 0
+            ModelLoadingLog.warning("Entity '\(entity.name)' has no row in the store's Z_PRIMARYKEY; numbered \(nextNumber)",
+                                    entity: entity.name, property: nil)
+            nextNumber += 1
+        }
+        for entity in sortedEntities {
             guard storeNumbers[entity.name] != nil else {
                 problem(entity.name, nil, "entity '\(entity.name)' is in the model but not in the store's Z_PRIMARYKEY")
                 continue
@@ -54,7 +91,8 @@ extension SQLiteSchema {
         }
         if !problems.isEmpty { throw SQLiteSchemaReader.incompatible(problems) }
 
-        let expected = try SQLiteLayout(model: model, configurationName: configurationName, storeNumbers: storeNumbers).schema
+        var expected = try SQLiteLayout(model: model, configurationName: configurationName, storeNumbers: storeNumbers).schema
+        try SQLiteSchemaReader.matchJoinTables(db, &expected)
         // Who needs each column, to name them in errors.
         var users: [String: [String: (entity: String, property: String)]] = [:]   // table -> column -> user
         for mapping in expected.entities {
@@ -158,6 +196,85 @@ extension SQLiteSchema {
 
 /// Reads tables, columns and indexes of an existing database.
 enum SQLiteSchemaReader {
+    /// The model in the store's `Z_MODELCACHE`, or nil when there is none or it
+    /// cannot be read.
+    static func modelCache(_ db: Database) throws -> ManagedObjectModel? {
+        guard try tableExists(db, "Z_MODELCACHE"),
+              let blob = try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE"), !blob.isEmpty else { return nil }
+        return try? ManagedObjectModel(modelCacheData: blob)
+    }
+
+    /// Replaces the join tables the naming rule predicts by those the store has:
+    /// the table named by either side of the relationship pair, and columns by their
+    /// names, or their names with the numeric suffix Core Data gives a clashing join
+    /// column (`Z_34REPRESENTATIVEASSETS1`). A table found nowhere is left as
+    /// predicted (the column check then reports it missing).
+    static func matchJoinTables(_ db: Database, _ schema: inout SQLiteSchema) throws {
+        var sides: [String: [(entity: String, property: String, join: SQLiteSchema.JoinTable)]] = [:]
+        for (entity, properties) in schema.propertyStorage {
+            for (property, storage) in properties {
+                if case .joinTable(let join) = storage { sides[SQLiteIdentifier.key(join.tableName), default: []].append((entity, property, join)) }
+            }
+        }
+        for index in schema.tables.indices where schema.tables[index].kind == .join {
+            let table = schema.tables[index]
+            let expectedKeys = Set(table.columns.map { SQLiteIdentifier.key($0.name) })
+            let existing = try columns(db, table.name)
+            if !existing.isEmpty, expectedKeys.isSubset(of: Set(existing.map { SQLiteIdentifier.key($0.name) })) { continue }
+            guard let users = sides[SQLiteIdentifier.key(table.name)], !users.isEmpty else { continue }
+            var candidates = [table.name]
+            for user in users.sorted(by: { ($0.entity, $0.property) < ($1.entity, $1.property) }) {
+                let number = schema.entitiesByName[user.entity]?.entityNumber ?? 0
+                candidates.append("Z_\(number)\(user.property.uppercased())")
+            }
+            var found: (name: String, columns: [SQLiteSchema.Column])?
+            for candidate in candidates {
+                let real = try columns(db, candidate)
+                if !real.isEmpty { found = (candidate, real); break }
+            }
+            guard let found else { continue }
+            let realKeys = found.columns.map { SQLiteIdentifier.key($0.name) }
+            func realName(_ column: String) -> String {
+                let key = SQLiteIdentifier.key(column)
+                if let exact = found.columns.first(where: { SQLiteIdentifier.key($0.name) == key }) { return exact.name }
+                var base = key
+                while let last = base.last, last.isNumber, base.count > 2 { base.removeLast() }
+                let suffixed = found.columns.filter { real in
+                    let realKey = SQLiteIdentifier.key(real.name)
+                    return realKey.hasPrefix(base) && realKey.count > base.count
+                        && realKey.dropFirst(base.count).allSatisfy(\.isNumber)
+                }
+                return suffixed.count == 1 ? suffixed[0].name : column
+            }
+            func realOrder(_ column: String?, of keyColumn: String) -> String? {
+                guard column != nil else { return nil }
+                let order = "Z_FOK_" + keyColumn.dropFirst(2)
+                return realKeys.contains(SQLiteIdentifier.key(order)) ? found.columns.first { SQLiteIdentifier.key($0.name) == SQLiteIdentifier.key(order) }?.name : column
+            }
+            var renamedColumns: [String: String] = [:]
+            for user in users {
+                var join = user.join
+                join.tableName = found.name
+                join.sourceColumn = realName(user.join.sourceColumn)
+                join.destinationColumn = realName(user.join.destinationColumn)
+                join.orderColumn = realOrder(user.join.orderColumn, of: join.destinationColumn)
+                renamedColumns[user.join.sourceColumn] = join.sourceColumn
+                renamedColumns[user.join.destinationColumn] = join.destinationColumn
+                if let old = user.join.orderColumn, let new = join.orderColumn { renamedColumns[old] = new }
+                schema.propertyStorage[user.entity]?[user.property] = .joinTable(join)
+                // Subentities inherit the storage: rename theirs too.
+                for (entity, properties) in schema.propertyStorage where entity != user.entity {
+                    if case .joinTable(let inherited)? = properties[user.property], inherited == user.join {
+                        schema.propertyStorage[entity]?[user.property] = .joinTable(join)
+                    }
+                }
+            }
+            schema.tables[index].name = found.name
+            schema.tables[index].columns = table.columns.map { .init(name: renamedColumns[$0.name] ?? $0.name, declaredType: $0.declaredType) }
+            schema.tables[index].primaryKey = table.primaryKey.map { renamedColumns[$0] ?? $0 }
+        }
+    }
+
     static func tableExists(_ db: Database, _ name: String) throws -> Bool {
         try Row.fetchOne(db, sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
                          arguments: [name]) != nil
