@@ -47,9 +47,20 @@ struct SQLiteHistory: Sendable {
     /// Creates the history tables and their `Z_PRIMARYKEY` rows when missing, and
     /// adds tombstone columns the model needs and the table lacks.
     func prepareTables(_ db: Database) throws {
-        if try !db.tableExists("ATRANSACTIONSTRING") {
-            try db.execute(sql: "CREATE TABLE ATRANSACTIONSTRING ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR NOT NULL )")
-            try db.execute(sql: "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)")
+        // Tables and indexes exactly as Core Data writes them (compared with the
+        // Photos libraries, frameworks 973-1522: docs/sqlite-format.md).
+        if try !db.tableExists("ACHANGE") {
+            let tombstones = (0..<tombstoneColumnCount).map { ", ZTOMBSTONE\($0) BLOB" }.joined()
+            try db.execute(sql: """
+                CREATE TABLE ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, \
+                ZENTITY INTEGER, ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB\(tombstones) )
+                """)
+            try db.execute(sql: "CREATE INDEX ACHANGE_ZTRANSACTIONID_INDEX ON ACHANGE (ZTRANSACTIONID)")
+        } else {
+            let existing = Set(try db.columns(in: "ACHANGE").map { $0.name.uppercased() })
+            for index in 0..<tombstoneColumnCount where !existing.contains("ZTOMBSTONE\(index)") {
+                try db.execute(sql: "ALTER TABLE ACHANGE ADD COLUMN ZTOMBSTONE\(index) BLOB")
+            }
         }
         if try !db.tableExists("ATRANSACTION") {
             try db.execute(sql: """
@@ -57,20 +68,15 @@ struct SQLiteHistory: Sendable {
                 ZBUNDLEIDTS INTEGER, ZCONTEXTNAMETS INTEGER, ZPROCESSIDTS INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR, \
                 ZBUNDLEID VARCHAR, ZCONTEXTNAME VARCHAR, ZPROCESSID VARCHAR, ZQUERYGEN BLOB )
                 """)
-            try db.execute(sql: "CREATE INDEX Z_TRANSACTION_TIMESTAMP ON ATRANSACTION (ZTIMESTAMP)")
-        }
-        if try !db.tableExists("ACHANGE") {
-            let tombstones = (0..<tombstoneColumnCount).map { ", ZTOMBSTONE\($0) BLOB" }.joined()
-            try db.execute(sql: """
-                CREATE TABLE ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, \
-                ZENTITY INTEGER, ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB\(tombstones) )
-                """)
-            try db.execute(sql: "CREATE INDEX Z_CHANGE_TRANSACTIONID ON ACHANGE (ZTRANSACTIONID)")
-        } else {
-            let existing = Set(try db.columns(in: "ACHANGE").map { $0.name.uppercased() })
-            for index in 0..<tombstoneColumnCount where !existing.contains("ZTOMBSTONE\(index)") {
-                try db.execute(sql: "ALTER TABLE ACHANGE ADD COLUMN ZTOMBSTONE\(index) BLOB")
+            for column in ["ZAUTHORTS", "ZBUNDLEIDTS", "ZCONTEXTNAMETS", "ZPROCESSIDTS"] {
+                try db.execute(sql: "CREATE INDEX ATRANSACTION_\(column)_INDEX ON ATRANSACTION (\(column))")
             }
+            try db.execute(sql: "CREATE INDEX Z_TRANSACTION_TransactionAuthorIndex ON ATRANSACTION (ZAUTHOR COLLATE BINARY ASC)")
+            try db.execute(sql: "CREATE INDEX Z_TRANSACTION_TransactionTimestampIndex ON ATRANSACTION (ZTIMESTAMP COLLATE BINARY ASC)")
+        }
+        if try !db.tableExists("ATRANSACTIONSTRING") {
+            try db.execute(sql: "CREATE TABLE ATRANSACTIONSTRING ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR )")
+            try db.execute(sql: "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)")
         }
         for (number, name) in [(Self.changeEntity, "CHANGE"), (Self.transactionEntity, "TRANSACTION"), (Self.stringEntity, "TRANSACTIONSTRING")] {
             try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) SELECT ?, ?, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM Z_PRIMARYKEY WHERE Z_ENT = ?)",
@@ -102,7 +108,7 @@ struct SQLiteHistory: Sendable {
             return key
         }
         let key = try reserveKeys(Self.stringEntity, count: 1, db)
-        try db.cachedStatement(sql: "INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, ?, 1, ?)")
+        try db.cachedStatement(sql: "INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, ?, NULL, ?)")
             .execute(arguments: [key, Self.stringEntity, string])
         return key
     }
@@ -134,7 +140,7 @@ struct SQLiteHistory: Sendable {
         let info = SQLiteHistory.processInfo
         try db.cachedStatement(sql: """
             INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP) \
-            VALUES (?, ?, 1, ?, ?, ?, ?, ?)
+            VALUES (?, ?, NULL, ?, ?, ?, ?, ?)
             """).execute(arguments: [transaction, Self.transactionEntity, try intern(changes.transactionAuthor, db),
                                      try intern(info.bundleID, db), try intern(changes.contextName, db),
                                      try intern(info.processID, db), Date().timeIntervalSinceReferenceDate])
@@ -143,7 +149,7 @@ struct SQLiteHistory: Sendable {
         let tombstonePlaceholders = String(repeating: ", ?", count: tombstoneColumnCount)
         let insert = try db.cachedStatement(sql: """
             INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns)) \
-            VALUES (?, ?, 1, ?, ?, ?, ?, ?\(tombstonePlaceholders))
+            VALUES (?, ?, NULL, ?, ?, ?, ?, ?\(tombstonePlaceholders))
             """)
         func write(_ type: PersistentHistoryChangeType, _ id: ObjectID, columns: Data?, tombstone: [DatabaseValue]) throws {
             guard let pk = id.primaryKey, let number = schema.entityNumber(id.entity) else { return }
@@ -163,33 +169,42 @@ struct SQLiteHistory: Sendable {
         return transaction
     }
 
-    /// The non-transient properties of an entity in `ZCOLUMNS` bit order:
-    /// attributes and relationships together, sorted by name.
+    /// The properties of an entity in `ZCOLUMNS` bit order: Core Data's property
+    /// order (the superentity's properties first, then the entity's own, sorted by
+    /// name as the model compiler orders them), transient ones included. Verified
+    /// on the Photos libraries' history (frameworks 973-1522).
     static func bitmapProperties(of entity: EntityDescription) -> [PropertyDescription] {
-        entity.allProperties.filter { !$0.isTransient && ($0 is AttributeDescription || $0 is RelationshipDescription) }
-            .sorted { $0.name < $1.name }
+        let own = entity.properties.sorted { ManagedObjectModel.compareNames($0.name, $1.name) }
+        guard let superentity = entity.superentity else { return own }
+        return bitmapProperties(of: superentity) + own
     }
 
-    /// `ZCOLUMNS`: bit n (from the most significant bit of the first byte) set when
-    /// the n-th of ``bitmapProperties(of:)`` changed.
+    /// `ZCOLUMNS`: `count / 8 + 1` bytes for `count` properties; bit 0 (the most
+    /// significant bit of the first byte) names no property (Core Data sets it
+    /// alone for an update that changed none, a "touch"), bit n + 1 is the n-th of
+    /// ``bitmapProperties(of:)``.
     static func columnBitmap(entity: EntityDescription, changed: [Int]) -> Data {
         let properties = bitmapProperties(of: entity)
-        var bytes = [UInt8](repeating: 0, count: max(1, (properties.count + 7) / 8))
+        var bytes = [UInt8](repeating: 0, count: properties.count / 8 + 1)
         let names = Set(changed.compactMap { $0 < entity.allProperties.count ? entity.allProperties[$0].name : nil })
-        for (bit, property) in properties.enumerated() where names.contains(property.name) {
+        for (index, property) in properties.enumerated() where names.contains(property.name) {
+            let bit = index + 1
             bytes[bit / 8] |= UInt8(0x80) >> UInt8(bit % 8)
         }
+        if names.isEmpty { bytes[0] |= 0x80 }
         return Data(bytes)
     }
 
     /// The properties a `ZCOLUMNS` bitmap names, or nil when it names a property
-    /// the entity does not have (the bitmap is then unknown, not partial).
+    /// the entity does not have (the bitmap is then unknown, not partial: history
+    /// written under an older model version).
     static func properties(inBitmap data: Data, entity: EntityDescription) -> [PropertyDescription]? {
         let properties = bitmapProperties(of: entity)
         var result: [PropertyDescription] = []
         for (byteIndex, byte) in data.enumerated() where byte != 0 {
             for bit in 0..<8 where byte & (UInt8(0x80) >> UInt8(bit)) != 0 {
-                let index = byteIndex * 8 + bit
+                let index = byteIndex * 8 + bit - 1
+                guard index >= 0 else { continue }
                 guard index < properties.count else { return nil }
                 result.append(properties[index])
             }

@@ -80,13 +80,17 @@ extension SQLiteStore {
             guard withChanges, !transactions.isEmpty else { return transactions }
             let headers = Dictionary(uniqueKeysWithValues: transactions.map { ($0.transactionNumber, $0) })
             var changes: [Int64: [PersistentHistoryChange]] = [:]
-            let tombstones = (0..<history.tombstoneColumnCount).map { ", c.ZTOMBSTONE\($0)" }.joined()
+            // A store opened read-only may have fewer tombstone columns than the model needs.
+            let available = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pragma_table_info('ACHANGE') WHERE name LIKE 'ZTOMBSTONE%'") ?? 0
+            let tombstoneCount = min(history.tombstoneColumnCount, available)
+            let tombstones = (0..<tombstoneCount).map { ", c.ZTOMBSTONE\($0)" }.joined()
             let changeRows = try Row.fetchCursor(db, sql: """
                 SELECT c.Z_PK, c.ZCHANGETYPE, c.ZENTITY, c.ZENTITYPK, c.ZTRANSACTIONID, c.ZCOLUMNS\(tombstones) \
                 FROM ACHANGE c JOIN ATRANSACTION t ON t.Z_PK = c.ZTRANSACTIONID WHERE \(condition) ORDER BY c.Z_PK
                 """, arguments: StatementArguments(arguments))
             while let row = try changeRows.next() {
-                guard let change = try self.change(row, history: history, transaction: headers[row[4]]) else { continue }
+                guard let change = try self.change(row, history: history, tombstoneCount: tombstoneCount,
+                                                   transaction: headers[row[4]]) else { continue }
                 changes[row[4], default: []].append(change)
             }
             return transactions.map { $0.with(changes: changes[$0.transactionNumber] ?? []) }
@@ -94,7 +98,8 @@ extension SQLiteStore {
     }
 
     /// One `ACHANGE` row as a change; nil for entities the model does not have.
-    private func change(_ row: Row, history: SQLiteHistory, transaction: PersistentHistoryTransaction?) throws -> PersistentHistoryChange? {
+    private func change(_ row: Row, history: SQLiteHistory, tombstoneCount: Int,
+                        transaction: PersistentHistoryTransaction?) throws -> PersistentHistoryChange? {
         guard let type = (row[1] as Int?).flatMap(PersistentHistoryChangeType.init(rawValue:)),
               let number: Int = row[2], let entity = entity(forNumber: number), let pk: Int64 = row[3] else { return nil }
         var updated: [PropertyDescription]?
@@ -102,7 +107,7 @@ extension SQLiteStore {
         var tombstone: [String: AttributeValue]?
         if type == .delete {
             var values: [String: AttributeValue] = [:]
-            for (index, kept) in (history.tombstoneAttributes[entity.name] ?? []).enumerated() where index < history.tombstoneColumnCount {
+            for (index, kept) in (history.tombstoneAttributes[entity.name] ?? []).enumerated() where index < tombstoneCount {
                 let value = row[6 + index] as DatabaseValue
                 if !value.isNull { values[kept.attribute.name] = try decode(value, for: kept.attribute, entity: entity) }
             }
