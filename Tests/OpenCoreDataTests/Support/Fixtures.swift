@@ -32,6 +32,11 @@ enum Fixtures {
         ("jeffreybergier+CoreDataMigrationTests/CoreDataMigration/CoreDataMigrationTests/Example_v1.2.0.sqlite", "jeffreybergier+CoreDataMigrationTests/CoreDataMigration/CoreDataMigration/Model.xcdatamodeld", "v1.2.0"),
         ("jeffreybergier+CoreDataMigrationTests/CoreDataMigration/CoreDataMigrationTests/Example_v2.0.0.sqlite", "jeffreybergier+CoreDataMigrationTests/CoreDataMigration/CoreDataMigration/Model.xcdatamodeld", "v2.0.0"),
         ("objcio+issue-4-core-data-migration/BookMigration/Model1.sqlite", "objcio+issue-4-core-data-migration/BookMigration/Model.xcdatamodeld", "Model1"),
+        ("duckduckgo+BrowserServicesKit/Tests/BookmarksTests/Resources/Bookmarks_V1.sqlite", "duckduckgo+BrowserServicesKit/Sources/Bookmarks/BookmarksModel.xcdatamodeld", "BookmarksModel"),
+        ("duckduckgo+BrowserServicesKit/Tests/BookmarksTests/Resources/Bookmarks_V2.sqlite", "duckduckgo+BrowserServicesKit/Sources/Bookmarks/BookmarksModel.xcdatamodeld", "BookmarksModel 2"),
+        ("duckduckgo+BrowserServicesKit/Tests/BookmarksTests/Resources/Bookmarks_V3.sqlite", "duckduckgo+BrowserServicesKit/Sources/Bookmarks/BookmarksModel.xcdatamodeld", "BookmarksModel 3"),
+        ("duckduckgo+BrowserServicesKit/Tests/BookmarksTests/Resources/Bookmarks_V4.sqlite", "duckduckgo+BrowserServicesKit/Sources/Bookmarks/BookmarksModel.xcdatamodeld", "BookmarksModel 4"),
+        ("duckduckgo+BrowserServicesKit/Tests/BookmarksTests/Resources/Bookmarks_V5.sqlite", "duckduckgo+BrowserServicesKit/Sources/Bookmarks/BookmarksModel.xcdatamodeld", "BookmarksModel 5"),
     ]
 
     /// Every model file among the fixtures (`.xcdatamodeld` bundles and bare

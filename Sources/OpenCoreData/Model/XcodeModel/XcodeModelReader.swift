@@ -127,6 +127,14 @@ struct XcodeModelReader {
                 continue
             }
         }
+        // Xcode's model compiler marks an attribute indexed when a fetch index holds
+        // it alone (seen in the Bookmarks stores' model caches, versions 2-5).
+        for index in entity.indexes where index.elements.count == 1 {
+            guard let name = index.elements[0].propertyName else { continue }
+            for case let attribute as AttributeDescription in properties where attribute.name == name {
+                attribute.isIndexed = true
+            }
+        }
         entity.properties = properties
         return entity
     }

@@ -43,8 +43,9 @@ extension SQLiteSchema {
 ///   sorted by name (verified for Moody's `GeographicRegion` hierarchy, observed in
 ///   knowledgeC's `ZOBJECT`).
 /// * A foreign key is followed by its entity column `Z<destination#>_<NAME>` when
-///   the destination has subentities (observed) and its order column
-///   `Z_FOK_<NAME>` when the inverse is an ordered to-many (observed).
+///   the destination has subentities (observed in Photos); its order column
+///   `Z_FOK_<NAME>`, when the inverse is an ordered to-many, comes after all the
+///   table's other integer columns, in foreign-key order (verified on Bookmarks_V1).
 /// * Name clashes get a numeric suffix (`ZHEIGHT1`); names are given entity by
 ///   entity in hierarchy order, so the later entity gets the suffix (observed in
 ///   Bear for sibling subentities; other clashes a guess).
@@ -367,6 +368,9 @@ struct SQLiteLayout {
             let columnOrder = planned.indices.sorted { a, b in
                 let x = planned[a], y = planned[b]
                 if x.group != y.group { return x.group < y.group }
+                // Order columns (Z_FOK_) follow every other integer column of the
+                // table, in the order of their foreign keys (Bookmarks_V1, framework 1251).
+                if (x.sub == 2) != (y.sub == 2) { return y.sub == 2 }
                 if x.entityIndex != y.entityIndex { return x.entityIndex < y.entityIndex }
                 if x.kind != y.kind { return x.kind < y.kind }
                 if x.sortName != y.sortName { return ManagedObjectModel.compareNames(x.sortName, y.sortName) }
