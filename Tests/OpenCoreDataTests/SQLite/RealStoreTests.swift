@@ -487,4 +487,27 @@ struct RealStoreTests {
         }
         #expect(shapes(actual) == shapes(expected))
     }
+
+    @Test("A new store for a Photos library's model has its tables and columns (as sets: migrations append columns)",
+          arguments: photosLibraries)
+    func photosTables(store: String) throws {
+        let real = try Fixtures.copyStore(store)
+        defer { SQLiteTestSupport.remove(real) }
+        let model = try SQLiteStore.storedModel(at: real)
+        let (created, _) = try SQLiteTestSupport.createdStore(model)
+        defer { SQLiteTestSupport.remove(created) }
+        let expected = try StoreDump.read(real)
+        let actual = try StoreDump.read(created)
+        // Core Data's own tables besides the model's: history, R-tree indexes, SQLite's.
+        func modelTables(_ dump: StoreDump) -> [String: Set<String>] {
+            dump.tables.filter { name, _ in
+                !name.hasPrefix("A") && !name.hasPrefix("Z_RT_") && !name.hasPrefix("sqlite_")
+            }.mapValues { Set($0) }
+        }
+        let (ours, theirs) = (modelTables(actual), modelTables(expected))
+        #expect(Set(ours.keys) == Set(theirs.keys), "tables of \(store)")
+        for (table, columns) in theirs {
+            #expect(ours[table] == columns, "columns of \(table): extra \(ours[table]?.subtracting(columns) ?? []), missing \(columns.subtracting(ours[table] ?? []))")
+        }
+    }
 }
