@@ -510,4 +510,41 @@ struct RealStoreTests {
             #expect(ours[table] == columns, "columns of \(table): extra \(ours[table]?.subtracting(columns) ?? []), missing \(columns.subtracting(ours[table] ?? []))")
         }
     }
+
+    @Test("Every many-to-many relationship of the Photos libraries and Bookmarks reads the rows of its join table",
+          arguments: photosLibraries + [bookmarksStores[4].store])
+    func manyToManyRowsRead(store: String) throws {
+        let copy = try Fixtures.copyStore(store)
+        defer { SQLiteTestSupport.remove(copy) }
+        let model = try SQLiteStore.storedModel(at: copy)
+        let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
+        let sqlite = try #require(try coordinator.addPersistentStore(type: .sqlite, at: copy, options: Self.readOnly) as? SQLiteStore)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        let queue = try DatabaseQueue(path: copy.path)
+        var checked = 0
+        for entity in model.entities {
+            for case let relationship as RelationshipDescription in entity.properties where relationship.isToMany {
+                guard let inverse = relationship.inverseRelationship, inverse.isToMany,
+                      case .joinTable(let join)? = sqlite.schema.storage(for: relationship, in: entity) else { continue }
+                // Rows whose two objects exist (Photos keeps rows naming deleted people).
+                let source = try #require(sqlite.schema.table(for: entity))
+                let destination = try #require(relationship.destinationEntity.flatMap { sqlite.schema.table(for: $0) })
+                let pairs = try queue.read { db in
+                    try Int.fetchOne(db, sql: """
+                        SELECT COUNT(*) FROM \(join.tableName) j
+                        WHERE EXISTS (SELECT 1 FROM \(source) s WHERE s.Z_PK = j.\(join.sourceColumn))
+                        AND EXISTS (SELECT 1 FROM \(destination) d WHERE d.Z_PK = j.\(join.destinationColumn))
+                        """) ?? 0
+                }
+                let read = try context.performAndWait { () throws -> Int in
+                    try context.fetch(FetchRequest<ManagedObject>(entity: entity))
+                        .reduce(0) { $0 + $1.objects(forRelationship: relationship.name).count }
+                }
+                #expect(read == pairs, "\(entity.name).\(relationship.name) (\(join.tableName)) in \(store)")
+                checked += 1
+            }
+        }
+        #expect(checked > 0)
+    }
 }
