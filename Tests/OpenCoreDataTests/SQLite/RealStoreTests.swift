@@ -408,7 +408,25 @@ struct RealStoreTests {
         if !store.contains("10.15.1") {
             #expect(updates.allSatisfy { $0.updatedProperties != nil })
         }
+        // Tombstones: the attributes kept on deletion, by name (binary order), in
+        // ZTOMBSTONE0, 1...: InternalResource keeps cloudDeleteAssetUUIDWithResourceType
+        // before cloudDeleteState.
+        let rawTombstones = try DatabaseQueue(path: copy.path).read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT c.ZENTITYPK, c.ZTOMBSTONE0, c.ZTOMBSTONE1 FROM ACHANGE c JOIN Z_PRIMARYKEY p ON p.Z_ENT = c.ZENTITY
+                WHERE c.ZCHANGETYPE = 2 AND p.Z_NAME = 'InternalResource' AND c.ZTOMBSTONE0 IS NOT NULL ORDER BY c.Z_PK
+                """).map { ($0[0] as Int64, $0[1] as String, $0[2] as Int64) }
+        }
+        let deletedResources = changes.filter { $0.changeType == .delete && $0.changedObjectID.entity.name == "InternalResource"
+            && $0.tombstone?["cloudDeleteAssetUUIDWithResourceType"] != nil }
+        #expect(deletedResources.count == rawTombstones.count)
+        for (change, raw) in zip(deletedResources, rawTombstones) {
+            #expect(change.changedObjectID.primaryKey == raw.0)
+            #expect(change.tombstone?["cloudDeleteAssetUUIDWithResourceType"] == .string(raw.1))
+            #expect(change.tombstone?["cloudDeleteState"] == .int(raw.2))
+        }
         if store.contains("26.1") {
+            #expect(!rawTombstones.isEmpty)
             // The last transaction moved an album into a folder.
             let last = try #require(transactions.last?.changes?.first { $0.changedObjectID.entity.name == "Album" })
             #expect(last.updatedProperties?.map(\.name) == ["lastModifiedDate", "parentFolder"])
