@@ -372,6 +372,18 @@ struct RealStoreTests {
             #expect(counts.0 == 1)
             #expect(counts.1 == 0)
         }
+        // Should the table keep the old name too, it is found under it.
+        let queue2 = try DatabaseQueue(path: url.path)
+        try queue2.write { db in try db.execute(sql: "ALTER TABLE ZNOTE RENAME TO ZMEMO") }
+        try queue2.close()
+        let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model(renaming: "Memo"))
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: Self.readOnly)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        let text = try context.performAndWait { () throws -> String? in
+            try context.fetch(FetchRequest<ManagedObject>(entityName: "Note")).first?.value(forKey: "text") as? String
+        }
+        #expect(text == "hello")
     }
 
     // MARK: Failure 5: persistent history as Core Data writes it

@@ -51,6 +51,7 @@ extension SQLiteSchema {
             return cachedModel??.entitiesByName[name]?.renamingIdentifier
         }
         let sortedEntities = entities.sorted(by: { ManagedObjectModel.compareNames($0.name, $1.name) })
+        var oldNames: [String: String] = [:]   // model name -> the store's name
         for entity in sortedEntities where storeNumbers[entity.name] == nil {
             let claimed = Set(names)
             for candidate in [entity.renamingIdentifier, cachedRenamingIdentifier(entity.name)].compactMap({ $0 })
@@ -59,6 +60,7 @@ extension SQLiteSchema {
                 storeNumbers[entity.name] = number
                 storeNames[number] = entity.name
                 storeSupers[entity.name] = storeSupers[candidate]
+                oldNames[entity.name] = candidate
                 break
             }
         }
@@ -93,6 +95,7 @@ extension SQLiteSchema {
 
         var expected = try SQLiteLayout(model: model, configurationName: configurationName, storeNumbers: storeNumbers).schema
         try SQLiteSchemaReader.matchJoinTables(db, &expected)
+        try SQLiteSchemaReader.matchRenamedTables(db, &expected, oldNames: oldNames)
         // Who needs each column, to name them in errors.
         var users: [String: [String: (entity: String, property: String)]] = [:]   // table -> column -> user
         for mapping in expected.entities {
@@ -202,6 +205,34 @@ enum SQLiteSchemaReader {
         guard try tableExists(db, "Z_MODELCACHE"),
               let blob = try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE"), !blob.isEmpty else { return nil }
         return try? ManagedObjectModel(modelCacheData: blob)
+    }
+
+    /// For a hierarchy whose root entity was matched by its old name (renaming
+    /// identifier), uses the table of the old name when the store has no table of
+    /// the new one (a guess: which of the two a renaming migration leaves is not
+    /// known from a real store; a warning says so).
+    static func matchRenamedTables(_ db: Database, _ schema: inout SQLiteSchema, oldNames: [String: String]) throws {
+        for (index, table) in schema.tables.enumerated() {
+            guard case .entity(let root) = table.kind, let old = oldNames[root],
+                  try !tableExists(db, table.name), try tableExists(db, "Z" + old.uppercased()) else { continue }
+            let oldTable = "Z" + old.uppercased()
+            ModelLoadingLog.warning("Entity '\(root)' is stored in table \(oldTable), under its old name '\(old)'",
+                                    entity: root, property: nil)
+            schema.tables[index].name = oldTable
+            for (entityIndex, mapping) in schema.entities.enumerated() where mapping.tableName == table.name {
+                schema.entities[entityIndex].tableName = oldTable
+            }
+            for (name, mapping) in schema.entitiesByName where mapping.tableName == table.name {
+                schema.entitiesByName[name]?.tableName = oldTable
+            }
+            for (entity, properties) in schema.propertyStorage {
+                for (property, storage) in properties {
+                    if case .toMany(let other, let column, let order) = storage, other == table.name {
+                        schema.propertyStorage[entity]?[property] = .toMany(tableName: oldTable, foreignKeyColumn: column, orderColumn: order)
+                    }
+                }
+            }
+        }
     }
 
     /// Replaces the join tables the naming rule predicts by those the store has:
