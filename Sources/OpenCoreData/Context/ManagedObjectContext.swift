@@ -30,11 +30,7 @@ import Synchronization
 /// queue (``perform(_:)``, ``performAndWait(_:)``, or the main queue for a
 /// main-queue context). The concurrency debug mode checks that at every entry
 /// point.
-public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
-    /// What the context's objects point at (see ``WeakAnchor``): cleared when the
-    /// context goes, so `managedObjectContext` turns nil.
-    let weakAnchor = WeakAnchor<ManagedObjectContext>()
-
+public final class ManagedObjectContext: @unchecked Sendable {
     /// How a context is confined.
     public enum ConcurrencyType: Sendable {
         /// The main queue.
@@ -79,7 +75,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// Temporary IDs of objects saved to the store, and their permanent IDs.
     @exclusivity(unchecked) var savedTemporaryIDs: [ObjectID: ObjectID] = [:]
     /// The child contexts that merge this context's saves and their siblings'.
-    let mergingChildren = Mutex<[ObjectIdentifier: WeakContext]>([:])
+    let mergingChildren = Lock<[ObjectIdentifier: WeakContext]>([:])
     /// A name for the context, recorded in persistent history and logs.
     public var name: String?
     /// The author recorded with this context's saves in persistent history.
@@ -179,11 +175,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
         self.contextQueue = ContextQueue(main: concurrencyType == .mainQueue, label: "OpenCoreData.ManagedObjectContext")
-        weakAnchor.target = self
     }
 
     deinit {
-        weakAnchor.target = nil
         for continuation in saveObservers.values { continuation.finish() }
         for continuation in changeObservers.values { continuation.finish() }
     }

@@ -22,14 +22,11 @@ import Synchronization
 ///
 /// See ``PropertyDescription`` for when a model may be changed and why descriptions
 /// are `Sendable`.
-public final class EntityDescription: @unchecked Sendable, CustomStringConvertible, WeakAnchored {
+public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
     // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
     // is edited only while its model is being built, and is read-only once the
     // model is in use (frozen: `checkEditable`), so no read overlaps a write and
     // the dynamic check every read would pay finds nothing (docs/performance.md).
-
-    /// What back references to this entity point at (see ``WeakAnchor``).
-    let weakAnchor = WeakAnchor<EntityDescription>()
 
     /// The entity's name, unique in its model.
     @exclusivity(unchecked) public var name: String { willSet { checkEditable("name") } }
@@ -55,10 +52,12 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     /// The superentity, if any (set by adding this entity to another's ``subentities``).
     public internal(set) var superentity: EntityDescription? {
-        get { superentityReference.target }
-        set { superentityReference.target = newValue }
+        get { superentityReference }
+        set { superentityReference = newValue }
     }
-    @exclusivity(unchecked) private var superentityReference = WeakAnchoredReference<EntityDescription>()
+    // Weak: the superentity holds its subentities. A `weak` load is atomic against
+    // the entity's release on another thread.
+    private weak var superentityReference: EntityDescription?
 
     /// The entity's direct subentities. Setting them makes this entity their superentity.
     @exclusivity(unchecked) public var subentities: [EntityDescription] = [] {
@@ -80,10 +79,11 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     /// The model that contains the entity.
     public internal(set) var managedObjectModel: ManagedObjectModel? {
-        get { modelReference.target }
-        set { modelReference.target = newValue }
+        get { modelReference }
+        set { modelReference = newValue }
     }
-    @exclusivity(unchecked) private var modelReference = WeakAnchoredReference<ManagedObjectModel>()
+    // Weak: the model holds its entities.
+    private weak var modelReference: ManagedObjectModel?
 
     /// Whether the model this entity belongs to is frozen.
     var isFrozen = false { didSet { for property in properties { property.isFrozen = isFrozen } } }
@@ -93,42 +93,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     public init(name: String, managedObjectClassName: String = "ManagedObject") {
         self.name = name
         self.managedObjectClassName = managedObjectClassName
-        weakAnchor.target = self
-    }
-
-    /// Set once the entity is pinned (see ``pinForObjectIDs()``).
-    private let pinned = Atomic<Bool>(false)
-
-    /// Keeps the entity alive for the rest of the process, the first time an
-    /// ``ObjectID`` or a managed object is made for it, or a relationship or
-    /// subentity of a frozen model points to it.
-    ///
-    /// IDs hold their entity unretained (`Unmanaged`): they are copied on every
-    /// path (rows, the uniquing table, change sets, batches), and a strong
-    /// reference cost two atomic reference-count operations per copy, all on the
-    /// same entity. An ID is `Sendable` and may outlive every model, context and
-    /// coordinator, so an entity in use is never freed: what a model costs is kept
-    /// once per entity (models are built once per process in practice, as in Core
-    /// Data). A frozen model's relationship destinations and superentities are
-    /// pinned as well, so that the references to them can be read without a weak
-    /// load (``pinReferences()``). Any other entity no ID or object was made for is
-    /// freed with its model.
-    @inline(__always)
-    func pinForObjectIDs() {
-        guard !pinned.load(ordering: .relaxed) else { return }
-        pinSlowly()
-    }
-
-    @inline(never)
-    private func pinSlowly() {
-        if pinned.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
-            _ = Unmanaged.passRetained(self)
-        }
     }
 
     deinit {
-        // Weak holders of the anchor that read it while this object goes see nil.
-        weakAnchor.target = nil
         frozenAttributeTypes?.deallocate()
     }
 
@@ -136,16 +103,12 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         if isFrozen { modelMutationFailure("entity '\(name)' (\(what))") }
     }
 
-    /// Pins the references to pinned entities: to the superentity, and from each
-    /// property to its entity and the entities it names (see
-    /// `WeakAnchoredReference.pin()`). Called by the model's `freeze()`.
-    func pinReferences() {
-        if superentity?.isPinned == true { superentityReference.pin() }
-        for property in properties { property.pinReferences() }
+    /// Resolves what each relationship names (its destination and inverse) for
+    /// good. Called by the model's `freeze()`.
+    func resolveReferences() {
+        for property in properties { property.resolveReferences() }
     }
 
-    /// Whether the entity lives for the rest of the process (see ``pinForObjectIDs()``).
-    var isPinned: Bool { pinned.load(ordering: .relaxed) }
 
     public var description: String { "EntityDescription(\(name))" }
 

@@ -55,10 +55,12 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
 
     /// The entity that owns this property (set when the property is added to one).
     public internal(set) var entity: EntityDescription? {
-        get { entityReference.target }
-        set { entityReference.target = newValue }
+        get { entityReference }
+        set { entityReference = newValue }
     }
-    @exclusivity(unchecked) private var entityReference = WeakAnchoredReference<EntityDescription>()
+    // Weak: the entity holds its properties. A `weak` load is atomic against the
+    // entity's release on another thread.
+    private weak var entityReference: EntityDescription?
 
     /// Whether the model this property belongs to is frozen.
     @exclusivity(unchecked) var isFrozen = false
@@ -67,11 +69,9 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
         self.name = name
     }
 
-    /// Pins the reference to the owning entity if it is pinned (see
-    /// `EntityDescription.pinReferences()`).
-    func pinReferences() {
-        if entity?.isPinned == true { entityReference.pin() }
-    }
+    /// Resolves what the property names in its model for good (the model is
+    /// frozen; see `EntityDescription.resolveReferences()`).
+    func resolveReferences() {}
 
     func checkEditable(_ what: String) {
         if isFrozen {

@@ -33,17 +33,13 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     /// Whether a to-many relationship keeps its objects in order (an ordered set).
     @exclusivity(unchecked) public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
 
-    private var destinationCache: EntityDescription? {
-        get { destinationReference.target }
-        set { destinationReference.target = newValue }
-    }
-    @exclusivity(unchecked) private var destinationReference = WeakAnchoredReference<EntityDescription>()
+    // Weak: entities are held by their model; relationships form cycles.
+    private weak var destinationCache: EntityDescription?
     /// Set once the model is frozen: the destination and inverse are then resolved
     /// for good, and read without a lookup by name (a to-many fault reads both).
     @exclusivity(unchecked) private var isResolved = false
-    // unowned(unsafe): the inverse belongs to the destination, which is pinned
-    // (never freed) before this is set (`pinReferences()`).
-    @exclusivity(unchecked) private unowned(unsafe) var resolvedInverse: RelationshipDescription?
+    // Weak: the inverse belongs to the destination, held by the model.
+    private weak var resolvedInverse: RelationshipDescription?
 
     /// Creates a relationship to the entity named `destination`.
     public init(name: String, destination: String?, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false) {
@@ -85,13 +81,11 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         }
     }
 
-    /// Resolves the destination and inverse for good (the model is frozen and the
-    /// destination pinned), then pins the reference to the destination.
-    override func pinReferences() {
-        super.pinReferences()
-        guard let destination = destinationEntity, destination.isPinned else { return }
+    /// Resolves the destination and inverse for good (the model is frozen).
+    override func resolveReferences() {
+        super.resolveReferences()
+        guard let destination = destinationEntity else { return }
         destinationCache = destination
-        destinationReference.pin()
         resolvedInverse = inverseRelationship
         isResolved = true
     }

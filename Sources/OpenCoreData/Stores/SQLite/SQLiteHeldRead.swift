@@ -86,7 +86,7 @@ final class SQLiteHeldRead: Sendable {
         var holdsInvalidated = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// How long the connection may stay idle before the hold is given up (tests set
     /// it longer, to look at a hold between reads).
