@@ -42,13 +42,17 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The context's concurrency type.
     public let concurrencyType: ConcurrencyType
     /// The coordinator the context reads from and saves to.
-    ///
-    /// (Unchecked exclusivity: every fault fired reads it, and a checked read of a
-    /// class's stored property costs a call into the runtime. The context is used
-    /// on its own queue, where nothing else accesses it at the same time.)
-    @exclusivity(unchecked) public var persistentStoreCoordinator: PersistentStoreCoordinator? {
-        didSet { updateMergeRegistration(previous: oldValue) }
+    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+        get { coordinator }
+        set {
+            let previous = coordinator
+            coordinator = newValue
+            updateMergeRegistration(previous: previous)
+        }
     }
+    /// Every fault fired reads it: a checked read of a class's stored property costs
+    /// a call into the runtime.
+    @exclusivity(unchecked) private(set) var coordinator: PersistentStoreCoordinator?  // unchecked: context queue only, never held across a call
     /// The queue the context and its objects belong to.
     let contextQueue: ContextQueue
     /// The context this one reads from and saves to instead of the coordinator
@@ -73,7 +77,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// temporary IDs became which permanent ones, for the children.
     let hasChildren = Atomic(false)
     /// Temporary IDs of objects saved to the store, and their permanent IDs.
-    @exclusivity(unchecked) var savedTemporaryIDs: [ObjectID: ObjectID] = [:]
+    @exclusivity(unchecked) var savedTemporaryIDs: [ObjectID: ObjectID] = [:]  // unchecked: context queue only, never held across a call
     /// The child contexts that merge this context's saves and their siblings'.
     let mergingChildren = Lock<[ObjectIdentifier: WeakContext]>([:])
     /// A name for the context, recorded in persistent history and logs.
@@ -93,11 +97,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
     /// How a save resolves conflicts with changes saved meanwhile by others
     /// (``MergePolicy/error`` by default: the save fails).
-    @exclusivity(unchecked) public var mergePolicy: MergePolicy = .error
+    public var mergePolicy: MergePolicy = .error
     /// The context's undo manager (nil: changes are not undoable).
-    @exclusivity(unchecked) public var undoManager: CoreUndoManager?
+    public var undoManager: CoreUndoManager?
     /// Whether the context keeps strong references to every registered object.
-    @exclusivity(unchecked) public var retainsRegisteredObjects = false {
+    public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
                 for object in registry.objects { strong.insert(object) }
@@ -119,31 +123,31 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// ``ManagedObject/_rawHashValue(seed:)``): the notifications' sets of objects
     /// are these sets themselves, not copies built object by object (a pass over
     /// every changed object, each one retained and later released).
-    @exclusivity(unchecked) var strong: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
+    @exclusivity(unchecked) var strong: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }  // unchecked: context queue only, never held across a call
     /// New objects (inserted and not saved), and deleted ones.
-    @exclusivity(unchecked) var insertedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
-    @exclusivity(unchecked) var deletedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
+    @exclusivity(unchecked) var insertedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var deletedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }  // unchecked: context queue only, never held across a call
     /// Counts the accesses that may have changed `strong`, `insertedObjectsByID` or
     /// `deletedObjectsByID` (a save knows from it that user code it called left
     /// them alone). The observers do not read the old value, so the sets are still
     /// changed in place.
-    @exclusivity(unchecked) var changeSetVersion = 0
+    @exclusivity(unchecked) var changeSetVersion = 0  // unchecked: context queue only, never held across a call
     /// Deleted since the last `processPendingChanges`: their delete rules are pending.
-    @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []
+    @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []  // unchecked: context queue only, never held across a call
     /// Changes since the last objects-did-change notification.
-    @exclusivity(unchecked) var eventInserted: Set<ManagedObject> = []
-    @exclusivity(unchecked) var eventUpdated: Set<ManagedObject> = []
-    @exclusivity(unchecked) var eventDeleted: Set<ManagedObject> = []
-    @exclusivity(unchecked) var eventRefreshed: Set<ManagedObject> = []
-    @exclusivity(unchecked) var isProcessingChanges = false
-    @exclusivity(unchecked) var isUndoingOrRedoing = false
+    @exclusivity(unchecked) var eventInserted: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var eventUpdated: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var eventDeleted: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var eventRefreshed: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var isProcessingChanges = false  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var isUndoingOrRedoing = false  // unchecked: context queue only, never held across a call
     /// The number of the current event (since the last `processPendingChanges`).
     /// An object's `eventStart` is the current event's when the object carries
     /// this number: the event ends by taking a new number, without a pass over
     /// the objects it changed (each one a cache miss in a large import) to clear
     /// them. Numbers come from one process-wide counter, so an object that moves
     /// to another context cannot carry that context's number by chance.
-    @exclusivity(unchecked) var eventNumber = ManagedObjectContext.newEventNumber()
+    @exclusivity(unchecked) var eventNumber = ManagedObjectContext.newEventNumber()  // unchecked: context queue only, never held across a call
 
     private static let eventNumbers = Atomic<Int>(0)
 
@@ -162,7 +166,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         object.eventNumber == eventNumber ? object.eventStart : nil
     }
     /// The coordinator's row generation when the last fetch began (see `makeFault`).
-    @exclusivity(unchecked) var rowGenerationAtFetch = -1
+    @exclusivity(unchecked) var rowGenerationAtFetch = -1  // unchecked: context queue only, never held across a call
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
     /// Called synchronously at the end of each event, save, reset and rollback

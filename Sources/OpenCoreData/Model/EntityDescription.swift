@@ -23,32 +23,32 @@ import Synchronization
 /// See ``PropertyDescription`` for when a model may be changed and why descriptions
 /// are `Sendable`.
 public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
-    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
-    // is edited only while its model is being built, and is read-only once the
-    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
-    // the dynamic check every read would pay finds nothing (docs/performance.md).
+    // Exclusivity: public properties keep Swift's dynamic checks. Only the caches
+    // a model builds as it freezes (read on every object's hot paths) are
+    // `@exclusivity(unchecked)`: written once by `freeze()`, read-only afterwards
+    // (`checkEditable`), so no access overlaps another (docs/performance.md).
 
     /// The entity's name, unique in its model.
-    @exclusivity(unchecked) public var name: String { willSet { checkEditable("name") } }
+    public var name: String { willSet { checkEditable("name") } }
     /// The name of the class that represents the entity's objects (Xcode's "Class";
     /// a Swift module prefix such as `Moody.Mood` or `.Mood` may appear).
-    @exclusivity(unchecked) public var managedObjectClassName: String { willSet { checkEditable("managedObjectClassName") } }
+    public var managedObjectClassName: String { willSet { checkEditable("managedObjectClassName") } }
     /// Whether the entity has no objects of its own, only through subentities.
-    @exclusivity(unchecked) public var isAbstract: Bool = false { willSet { checkEditable("isAbstract") } }
+    public var isAbstract: Bool = false { willSet { checkEditable("isAbstract") } }
     /// Free-form information about the entity.
-    @exclusivity(unchecked) public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
+    public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
     /// A string that enters the version hash, to mark a change the hash would
     /// otherwise not see.
-    @exclusivity(unchecked) public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
+    public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
     /// The entity's previous name, for lightweight migration ("Renaming ID").
-    @exclusivity(unchecked) public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
+    public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
     /// Uniqueness constraints: each is a list of property names whose values together
     /// identify at most one object.
-    @exclusivity(unchecked) public var uniquenessConstraints: [[String]] = [] { willSet { checkEditable("uniquenessConstraints") } }
+    public var uniquenessConstraints: [[String]] = [] { willSet { checkEditable("uniquenessConstraints") } }
     /// The fetch indexes of the entity.
-    @exclusivity(unchecked) public var indexes: [FetchIndexDescription] = [] { willSet { checkEditable("indexes") } }
+    public var indexes: [FetchIndexDescription] = [] { willSet { checkEditable("indexes") } }
     /// Legacy compound indexes: each a list of property names (pre-fetch-index models).
-    @exclusivity(unchecked) public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
+    public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
 
     /// The superentity, if any (set by adding this entity to another's ``subentities``).
     public internal(set) var superentity: EntityDescription? {
@@ -60,7 +60,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     private weak var superentityReference: EntityDescription?
 
     /// The entity's direct subentities. Setting them makes this entity their superentity.
-    @exclusivity(unchecked) public var subentities: [EntityDescription] = [] {
+    public var subentities: [EntityDescription] = [] {
         willSet { checkEditable("subentities") }
         didSet {
             for old in oldValue where old.superentity === self && !subentities.contains(where: { $0 === old }) {
@@ -72,7 +72,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     /// The entity's own properties (not the inherited ones), in model order. Setting
     /// them makes this entity their owner.
-    @exclusivity(unchecked) public var properties: [PropertyDescription] = [] {
+    public var properties: [PropertyDescription] = [] {
         willSet { checkEditable("properties") }
         didSet { for property in properties { property.entity = self } }
     }
@@ -87,7 +87,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     /// Whether the model this entity belongs to is frozen.
     var isFrozen = false { didSet { for property in properties { property.isFrozen = isFrozen } } }
-    @exclusivity(unchecked) private var frozenCache: Cache?
+    @exclusivity(unchecked) private var frozenCache: Cache?  // unchecked: written once as the model freezes, read-only after
 
     /// Creates an entity; its class name defaults to `ManagedObject`.
     public init(name: String, managedObjectClassName: String = "ManagedObject") {
@@ -157,7 +157,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
                      relationshipsByName: relationships, propertyIndexes: indexes, propertyNames: all.map(\.name))
     }
 
-    @exclusivity(unchecked) private var frozenVersionHash: Data?
+    @exclusivity(unchecked) private var frozenVersionHash: Data?  // unchecked: written once as the model freezes, read-only after
 
     func buildFrozenCache() {
         frozenCache = makeCache()
@@ -215,10 +215,10 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// A hash of the entity's name, computed once when the model is frozen: object
     /// IDs hash it instead of the name's characters.
     var nameHash: Int { frozenNameHash ?? name.hashValue }
-    @exclusivity(unchecked) private var frozenNameHash: Int?
+    @exclusivity(unchecked) private var frozenNameHash: Int?  // unchecked: written once as the model freezes, read-only after
     /// The values of a new object (defaults, empty relationships), computed once
     /// when the model is frozen.
-    @exclusivity(unchecked) private(set) var frozenInitialValues: RowValues?
+    @exclusivity(unchecked) private(set) var frozenInitialValues: RowValues?  // unchecked: written once as the model freezes, read-only after
 
     /// An attribute validation only checks for its type and presence: no range,
     /// pattern or validation rule.
@@ -235,18 +235,18 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
     /// Whether a frozen entity has to-many relationships (nil before it is frozen):
     /// loading a row of one that has none has no to-many slot to turn into a fault.
-    @exclusivity(unchecked) private(set) var frozenHasToMany: Bool?
+    @exclusivity(unchecked) private(set) var frozenHasToMany: Bool?  // unchecked: written once as the model freezes, read-only after
     /// Whether a frozen entity has transient properties (nil before it is frozen):
     /// a saved row of one that has none is its object's values as they are.
-    @exclusivity(unchecked) private(set) var frozenHasTransients: Bool?
+    @exclusivity(unchecked) private(set) var frozenHasTransients: Bool?  // unchecked: written once as the model freezes, read-only after
     /// For each of `allProperties` of a frozen entity: its attribute type, nil for
     /// a relationship or a fetched property. Plain memory, owned by the entity:
     /// reading it retains nothing, where reading `allProperties[index]` and casting
     /// it retains the array, the property and the cast result (three of the
     /// reference-count pairs of every `setValue(_:forKey:)`).
-    @exclusivity(unchecked) private(set) var frozenAttributeTypes: UnsafeMutableBufferPointer<AttributeType?>?
+    @exclusivity(unchecked) private(set) var frozenAttributeTypes: UnsafeMutableBufferPointer<AttributeType?>?  // unchecked: written once as the model freezes, read-only after
     /// For each of `allProperties` of a frozen entity: its ``PlainAttribute``, if it is one.
-    @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?
+    @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?  // unchecked: written once as the model freezes, read-only after
     /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
     /// it, with the registration generation it was resolved in.
     let resolvedClass = ResolvedClassCache()

@@ -15,29 +15,29 @@ import Foundation
 /// The destination and inverse are kept by name and resolved through the model, so
 /// relationships can be declared before the entities they point to exist.
 public final class RelationshipDescription: PropertyDescription, @unchecked Sendable {
-    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
-    // is edited only while its model is being built, and is read-only once the
-    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
-    // the dynamic check every read would pay finds nothing (docs/performance.md).
+    // Exclusivity: public properties keep Swift's dynamic checks. Only the caches
+    // a model builds as it freezes (read on every object's hot paths) are
+    // `@exclusivity(unchecked)`: written once by `freeze()`, read-only afterwards
+    // (`checkEditable`), so no access overlaps another (docs/performance.md).
 
     /// The name of the destination entity.
-    @exclusivity(unchecked) public var destinationEntityName: String? { willSet { checkEditable("destinationEntity") } }
+    public var destinationEntityName: String? { willSet { checkEditable("destinationEntity") } }
     /// The name of the inverse relationship on the destination entity.
-    @exclusivity(unchecked) public var inverseRelationshipName: String? { willSet { checkEditable("inverseRelationship") } }
+    public var inverseRelationshipName: String? { willSet { checkEditable("inverseRelationship") } }
     /// The smallest number of destination objects a valid object has (0 = no minimum).
-    @exclusivity(unchecked) public var minCount: Int = 0 { willSet { checkEditable("minCount") } }
+    public var minCount: Int = 0 { willSet { checkEditable("minCount") } }
     /// The largest number of destination objects (1 for to-one; 0 = no limit).
-    @exclusivity(unchecked) public var maxCount: Int = 1 { willSet { checkEditable("maxCount") } }
+    public var maxCount: Int = 1 { willSet { checkEditable("maxCount") } }
     /// What happens to the destination objects when the source is deleted.
-    @exclusivity(unchecked) public var deleteRule: DeleteRule = .nullify { willSet { checkEditable("deleteRule") } }
+    public var deleteRule: DeleteRule = .nullify { willSet { checkEditable("deleteRule") } }
     /// Whether a to-many relationship keeps its objects in order (an ordered set).
-    @exclusivity(unchecked) public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
+    public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
 
     // Weak: entities are held by their model; relationships form cycles.
     private weak var destinationCache: EntityDescription?
     /// Set once the model is frozen: the destination and inverse are then resolved
     /// for good, and read without a lookup by name (a to-many fault reads both).
-    @exclusivity(unchecked) private var isResolved = false
+    @exclusivity(unchecked) private var isResolved = false  // unchecked: written once as the model freezes, read-only after
     // Weak: the inverse belongs to the destination, held by the model.
     private weak var resolvedInverse: RelationshipDescription?
 
@@ -114,7 +114,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
 /// ```
 public final class FetchedPropertyDescription: PropertyDescription, @unchecked Sendable {
     /// The fetch request that computes the value.
-    @exclusivity(unchecked) public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
+    public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
 
     /// Creates a fetched property.
     public init(name: String, fetchRequest: FetchRequestTemplate?) {

@@ -33,10 +33,14 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's ID: temporary until saved, then permanent.
-    @exclusivity(unchecked) public internal(set) var objectID: ObjectID
-    @exclusivity(unchecked) var insertedFlag = false
-    @exclusivity(unchecked) var deletedFlag = false
-    @exclusivity(unchecked) private var committedIsStorage = false
+    public internal(set) var objectID: ObjectID {
+        @inline(__always) get { storedObjectID }
+        @inline(__always) set { storedObjectID = newValue }
+    }
+    @exclusivity(unchecked) private var storedObjectID: ObjectID  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var insertedFlag = false  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var deletedFlag = false  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) private var committedIsStorage = false  // unchecked: context queue only, never held across a call
     /// The context the object is registered with, if any.
     ///
     /// As in Core Data, the object does not keep its context alive; here the
@@ -70,7 +74,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             yield &currentValues
         }
     }
-    @exclusivity(unchecked) private var currentValues: RowValues?
+    @exclusivity(unchecked) private var currentValues: RowValues?  // unchecked: context queue only, never held across a call
 
     /// A row's values and version as an object keeps them: the row's ID is the
     /// object's own, so an object is smaller and a save touches less memory.
@@ -110,7 +114,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The committed row; while the object is a fault, its fault row (a fault has
     /// no committed row, and an object with values no fault row: one field for
     /// both keeps every object 24 bytes smaller).
-    @exclusivity(unchecked) private var keptRow: KeptRow?
+    @exclusivity(unchecked) private var keptRow: KeptRow?  // unchecked: context queue only, never held across a call
 
     /// Loads a row: `values` become both the current and the committed values.
     func loadRow(_ values: consuming RowValues, version: Int64) {
@@ -173,10 +177,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
     /// The values when the current event began, for `changedValuesForCurrentEvent()`;
     /// the current event's only while `eventNumber` is the context's.
-    @exclusivity(unchecked) var eventStart: RowValues?
+    @exclusivity(unchecked) var eventStart: RowValues?  // unchecked: context queue only, never held across a call
     /// The number of the context event `eventStart` is from (see
     /// `ManagedObjectContext.eventNumber`); 0 for none.
-    @exclusivity(unchecked) var eventNumber = 0
+    @exclusivity(unchecked) var eventNumber = 0  // unchecked: context queue only, never held across a call
     /// A fault's row as fetched, and the coordinator's row generation when the
     /// fetch began (see `ManagedObjectContext.makeFault`). Kept in `keptRow`, which
     /// a fault does not otherwise use; nil for an object with values.
@@ -188,11 +192,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             keptRow = newValue
         }
     }
-    @exclusivity(unchecked) var faultRowGeneration = -1
+    @exclusivity(unchecked) var faultRowGeneration = -1  // unchecked: context queue only, never held across a call
     /// The object's slot in its context's registry while it is registered there
     /// (see `ObjectRegistry`): read and written on the context's queue, and by the
     /// object's deinit, which counts its death.
-    @exclusivity(unchecked) var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference?
+    @exclusivity(unchecked) var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference?  // unchecked: context queue only, never held across a call
     /// What few objects need, out of line: every object is smaller, and its
     /// deinit has fewer references to release.
     final class Extras {
@@ -227,7 +231,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             return ids.withUnsafeBufferPointer { mine in current.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress } }
         }
     }
-    @exclusivity(unchecked) private var extras: Extras?
+    @exclusivity(unchecked) private var extras: Extras?  // unchecked: context queue only, never held across a call
     private var madeExtras: Extras {
         if let extras { return extras }
         let made = Extras()
@@ -254,7 +258,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
-        self.objectID = ObjectID(temporaryFor: entity)
+        self.storedObjectID = ObjectID(temporaryFor: entity)
         self.entity = entity
         ManagedObjectClasses.register(type(of: self))
         if let context {

@@ -42,9 +42,9 @@ final class SQLiteRowReader {
     /// The plan of the last row's entity number, read field by field from the
     /// reader itself: plain values, so a row takes no reference to its plan, its
     /// slots or its entity (each was an atomic retain and release per row).
-    @exclusivity(unchecked) private var lastNumber: Int?
-    @exclusivity(unchecked) private var lastSlots = UnsafeBufferPointer<Slot>(start: nil, count: 0)
-    @exclusivity(unchecked) private var lastEntity: Unmanaged<EntityDescription>?
+    @exclusivity(unchecked) private var lastNumber: Int?  // unchecked: one reader per statement, used under its lock
+    @exclusivity(unchecked) private var lastSlots = UnsafeBufferPointer<Slot>(start: nil, count: 0)  // unchecked: one reader per statement, used under its lock
+    @exclusivity(unchecked) private var lastEntity: Unmanaged<EntityDescription>?  // unchecked: one reader per statement, used under its lock
 
     /// Where the value of one property comes from, for rows of one entity. Plain
     /// data (its plan keeps the descriptions it names alive), so reading a slot

@@ -218,6 +218,7 @@ public final class SQLiteStore: PersistentStore {
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
             connection = queue.inDatabase { ObjectIdentifier($0) }
+            heldRead.attach(queue)
             let (metadata, schema, hasHistory) = try queue.read { db -> ([String: Any], SQLiteSchema, Bool) in
                 let metadata = try SQLiteStoreMetadata.read(from: db, url: url)
                 try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
@@ -259,8 +260,9 @@ public final class SQLiteStore: PersistentStore {
     }
 
     deinit {
-        // Before the connection closes (it closes when `queue` goes, right after).
-        heldRead.close()
+        // Before the connection closes (it closes when `queue` goes, right after),
+        // on the connection's queue, as every use of the connection.
+        queue.unsafeReentrantWrite { _ in heldRead.close() }
     }
 
     // MARK: Reading
