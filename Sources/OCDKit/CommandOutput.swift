@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import OpenCoreData
 
 /// Where `ocd`'s commands write their output: standard output, or a sink that tests
 /// install for the task they run in.
@@ -12,7 +12,7 @@ import Synchronization
 public enum CommandOutput {
     /// Collects lines.
     public final class Sink: Sendable {
-        private let storage = Mutex<[String]>([])
+        private let storage = Lock<[String]>([])
         public init() {}
         func append(_ line: String) { storage.withLock { $0.append(line) } }
         /// The lines written so far.

@@ -39,8 +39,8 @@ open class PersistentContainer: @unchecked Sendable {
     /// the main actor) only.
     public let viewContext: ManagedObjectContext
 
-    private let descriptions: Mutex<[PersistentStoreDescription]>
-    private let modelError: Mutex<CoreDataError?>
+    private let descriptions: Lock<[PersistentStoreDescription]>
+    private let modelError: Lock<CoreDataError?>
 
     /// The stores to open; one SQLite store `<name>.sqlite` in
     /// ``defaultDirectoryURL()`` unless changed before loading.
@@ -87,12 +87,12 @@ open class PersistentContainer: @unchecked Sendable {
             usable = ManagedObjectModel()
         }
         managedObjectModel = usable
-        modelError = Mutex(problem)
+        modelError = Lock(problem)
         persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: usable)
         viewContext = ManagedObjectContext(concurrencyType: .mainQueue)
         viewContext.persistentStoreCoordinator = persistentStoreCoordinator
         viewContext.name = "viewContext"
-        descriptions = Mutex([PersistentStoreDescription(url: Self.defaultDirectoryURL().appendingPathComponent("\(name).sqlite"))])
+        descriptions = Lock([PersistentStoreDescription(url: Self.defaultDirectoryURL().appendingPathComponent("\(name).sqlite"))])
     }
 
     /// Where stores go by default: `$XDG_DATA_HOME` (else `~/.local/share`) on

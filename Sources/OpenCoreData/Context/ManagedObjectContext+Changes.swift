@@ -41,7 +41,7 @@ extension ManagedObjectContext {
         var unregistered = UnregisteredDestinations(of: relationship, in: registry)
         // The class of the rows' entity, found once for a run of rows of one entity
         // (by the entity's address: no reference count touched per row).
-        var classEntity: UnsafeMutableRawPointer?
+        var classEntity: EntityDescription?
         var objectClass: ManagedObject.Type = ManagedObject.self
         for index in rows.indices {
             let id = rows[index].objectID
@@ -53,8 +53,8 @@ extension ManagedObjectContext {
                 }
                 objects.append(registered)
             } else {
-                if id.entityAddress != classEntity {
-                    classEntity = id.entityAddress
+                if classEntity.map({ !id.hasEntity($0) }) ?? true {
+                    classEntity = id.entity
                     objectClass = ManagedObjectClasses.type(for: id.entity)
                 }
                 // The new fault takes the row's values.

@@ -132,13 +132,12 @@ extension ManagedObjectContext {
         if unregisteredCount < 0, registry.capacity - registry.count < rows.count {
             registry.reserveCapacity(Swift.max(registry.count + rows.count, registry.capacity * 2))
         }
-        // The class of the last row's entity (one check per row, no atomic load), known by
-        // the entity's address (no reference count touched per row).
-        var lastClass: (entity: UnsafeMutableRawPointer, type: ManagedObject.Type)?
+        // The class of the last row's entity (one identity check per row, no atomic load).
+        var lastClass: (entity: EntityDescription, type: ManagedObject.Type)?
         func objectClass(_ id: ObjectID) -> ManagedObject.Type {
-            if let lastClass, lastClass.entity == id.entityAddress { return lastClass.type }
+            if let lastClass, id.hasEntity(lastClass.entity) { return lastClass.type }
             let type = ManagedObjectClasses.type(for: id.entity)
-            lastClass = (id.entityAddress, type)
+            lastClass = (id.entity, type)
             return type
         }
         // The rows are borrowed, not copied out of the array (a copy retains and

@@ -30,11 +30,7 @@ import Synchronization
 /// queue (``perform(_:)``, ``performAndWait(_:)``, or the main queue for a
 /// main-queue context). The concurrency debug mode checks that at every entry
 /// point.
-public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
-    /// What the context's objects point at (see ``WeakAnchor``): cleared when the
-    /// context goes, so `managedObjectContext` turns nil.
-    let weakAnchor = WeakAnchor<ManagedObjectContext>()
-
+public final class ManagedObjectContext: @unchecked Sendable {
     /// How a context is confined.
     public enum ConcurrencyType: Sendable {
         /// The main queue.
@@ -46,13 +42,17 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// The context's concurrency type.
     public let concurrencyType: ConcurrencyType
     /// The coordinator the context reads from and saves to.
-    ///
-    /// (Unchecked exclusivity: every fault fired reads it, and a checked read of a
-    /// class's stored property costs a call into the runtime. The context is used
-    /// on its own queue, where nothing else accesses it at the same time.)
-    @exclusivity(unchecked) public var persistentStoreCoordinator: PersistentStoreCoordinator? {
-        didSet { updateMergeRegistration(previous: oldValue) }
+    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+        get { coordinator }
+        set {
+            let previous = coordinator
+            coordinator = newValue
+            updateMergeRegistration(previous: previous)
+        }
     }
+    /// Every fault fired reads it: a checked read of a class's stored property costs
+    /// a call into the runtime.
+    @exclusivity(unchecked) private(set) var coordinator: PersistentStoreCoordinator?  // unchecked: context queue only, never held across a call
     /// The queue the context and its objects belong to.
     let contextQueue: ContextQueue
     /// The context this one reads from and saves to instead of the coordinator
@@ -77,9 +77,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// temporary IDs became which permanent ones, for the children.
     let hasChildren = Atomic(false)
     /// Temporary IDs of objects saved to the store, and their permanent IDs.
-    @exclusivity(unchecked) var savedTemporaryIDs: [ObjectID: ObjectID] = [:]
+    @exclusivity(unchecked) var savedTemporaryIDs: [ObjectID: ObjectID] = [:]  // unchecked: context queue only, never held across a call
     /// The child contexts that merge this context's saves and their siblings'.
-    let mergingChildren = Mutex<[ObjectIdentifier: WeakContext]>([:])
+    let mergingChildren = Lock<[ObjectIdentifier: WeakContext]>([:])
     /// A name for the context, recorded in persistent history and logs.
     public var name: String?
     /// The author recorded with this context's saves in persistent history.
@@ -97,11 +97,11 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     }
     /// How a save resolves conflicts with changes saved meanwhile by others
     /// (``MergePolicy/error`` by default: the save fails).
-    @exclusivity(unchecked) public var mergePolicy: MergePolicy = .error
+    public var mergePolicy: MergePolicy = .error
     /// The context's undo manager (nil: changes are not undoable).
-    @exclusivity(unchecked) public var undoManager: CoreUndoManager?
+    public var undoManager: CoreUndoManager?
     /// Whether the context keeps strong references to every registered object.
-    @exclusivity(unchecked) public var retainsRegisteredObjects = false {
+    public var retainsRegisteredObjects = false {
         didSet {
             if retainsRegisteredObjects {
                 for object in registry.objects { strong.insert(object) }
@@ -123,31 +123,31 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     /// ``ManagedObject/_rawHashValue(seed:)``): the notifications' sets of objects
     /// are these sets themselves, not copies built object by object (a pass over
     /// every changed object, each one retained and later released).
-    @exclusivity(unchecked) var strong: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
+    @exclusivity(unchecked) var strong: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }  // unchecked: context queue only, never held across a call
     /// New objects (inserted and not saved), and deleted ones.
-    @exclusivity(unchecked) var insertedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
-    @exclusivity(unchecked) var deletedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }
+    @exclusivity(unchecked) var insertedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var deletedObjectsByID: Set<ManagedObject> = [] { didSet { changeSetVersion &+= 1 } }  // unchecked: context queue only, never held across a call
     /// Counts the accesses that may have changed `strong`, `insertedObjectsByID` or
     /// `deletedObjectsByID` (a save knows from it that user code it called left
     /// them alone). The observers do not read the old value, so the sets are still
     /// changed in place.
-    @exclusivity(unchecked) var changeSetVersion = 0
+    @exclusivity(unchecked) var changeSetVersion = 0  // unchecked: context queue only, never held across a call
     /// Deleted since the last `processPendingChanges`: their delete rules are pending.
-    @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []
+    @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []  // unchecked: context queue only, never held across a call
     /// Changes since the last objects-did-change notification.
-    @exclusivity(unchecked) var eventInserted: Set<ManagedObject> = []
-    @exclusivity(unchecked) var eventUpdated: Set<ManagedObject> = []
-    @exclusivity(unchecked) var eventDeleted: Set<ManagedObject> = []
-    @exclusivity(unchecked) var eventRefreshed: Set<ManagedObject> = []
-    @exclusivity(unchecked) var isProcessingChanges = false
-    @exclusivity(unchecked) var isUndoingOrRedoing = false
+    @exclusivity(unchecked) var eventInserted: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var eventUpdated: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var eventDeleted: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var eventRefreshed: Set<ManagedObject> = []  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var isProcessingChanges = false  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var isUndoingOrRedoing = false  // unchecked: context queue only, never held across a call
     /// The number of the current event (since the last `processPendingChanges`).
     /// An object's `eventStart` is the current event's when the object carries
     /// this number: the event ends by taking a new number, without a pass over
     /// the objects it changed (each one a cache miss in a large import) to clear
     /// them. Numbers come from one process-wide counter, so an object that moves
     /// to another context cannot carry that context's number by chance.
-    @exclusivity(unchecked) var eventNumber = ManagedObjectContext.newEventNumber()
+    @exclusivity(unchecked) var eventNumber = ManagedObjectContext.newEventNumber()  // unchecked: context queue only, never held across a call
 
     private static let eventNumbers = Atomic<Int>(0)
 
@@ -166,7 +166,7 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
         object.eventNumber == eventNumber ? object.eventStart : nil
     }
     /// The coordinator's row generation when the last fetch began (see `makeFault`).
-    @exclusivity(unchecked) var rowGenerationAtFetch = -1
+    @exclusivity(unchecked) var rowGenerationAtFetch = -1  // unchecked: context queue only, never held across a call
     var saveObservers: [UUID: AsyncStream<ContextSaveSummary>.Continuation] = [:]
     var changeObservers: [UUID: AsyncStream<ContextChangeSummary>.Continuation] = [:]
     /// Called synchronously at the end of each event, save, reset and rollback
@@ -179,11 +179,9 @@ public final class ManagedObjectContext: @unchecked Sendable, WeakAnchored {
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
         self.contextQueue = ContextQueue(main: concurrencyType == .mainQueue, label: "OpenCoreData.ManagedObjectContext")
-        weakAnchor.target = self
     }
 
     deinit {
-        weakAnchor.target = nil
         for continuation in saveObservers.values { continuation.finish() }
         for continuation in changeObservers.values { continuation.finish() }
     }

@@ -4,18 +4,22 @@ extension ManagedObjectContext {
     /// The objects registered with a context, by ID, held weakly: Core Data's
     /// uniquing table (one object per ID in a context).
     ///
-    /// Each registered object has a *slot*: its address (not retained) and
-    /// whether it is still registered. Slots live in pages of 256 that the
-    /// registry allocates and each object keeps alive, so registering an object
-    /// allocates nothing of its own: the tables map IDs to slot numbers, and the
-    /// object's deinit marks its slot dead (it is the only writer that may run on
-    /// another thread, hence the atomic count of deaths). A `weak` reference would
-    /// give every managed object a side table, making each retain and release of
-    /// it slower; an entry object per registration cost an allocation, a free and
-    /// three reference-count pairs per fetched object.
+    /// Each registered object has a *slot*: a `weak` reference to it and whether it
+    /// is still registered. Slots live in pages of 256 that the registry allocates
+    /// and each registered object keeps alive; the tables map IDs to slot numbers.
     ///
-    /// An entry is valid while its slot is alive and its object still has the
-    /// entry's ID. Saves change objects' IDs (temporary to permanent) and
+    /// Objects may be released on any thread, while the context looks IDs up on its
+    /// own queue: the `weak` reference is what makes that safe. Loading it either
+    /// retains a live object or gives nil, atomically, once the object's last
+    /// release has begun; no object is ever retained after that. Everything else
+    /// in a slot is read and written on the context's queue only. An object's
+    /// deinit touches no slot: it adds one to its registry's atomic count of
+    /// deaths (for the sweep policy and `mayHoldLiveObjects(ofRoot:)`), and only
+    /// while it is still registered (the registry forgets the page of an object
+    /// it unregisters).
+    ///
+    /// An entry is valid while its slot is registered, its object alive and still
+    /// with the entry's ID. Saves change objects' IDs (temporary to permanent) and
     /// unregister deleted objects without removing their old entries: removing a
     /// key from a large dictionary shifts its neighbors back, rehashing each, which
     /// cost a save more than its `DELETE`s. Invalid entries are swept out when the
@@ -25,60 +29,66 @@ extension ManagedObjectContext {
     ///
     /// In the table of permanent IDs, an entry whose slot is alive always names
     /// its object's current ID (the rare re-keying of a permanent ID removes the
-    /// old entry), so its sweep reads slots only: checking each object's ID
-    /// touched every live object, a cache miss each — two thirds of a sweep's
-    /// time when objects die as fast as they are made (to-many faults fired one
-    /// after another).
+    /// old entry), so its sweep reads slots only.
     // A class, not a struct: reading a struct property of the context through its
     // subscript copied the whole table (retaining each of its buffers) per lookup.
     final class ObjectRegistry {
-        /// The number of entries marked dead since the last sweep (by their objects'
-        /// deinit, on whatever thread the last release happens, hence atomic). A
-        /// new one per generation of the registry (`removeAll`): it also tells
-        /// this registry's slots from those of an earlier generation.
+        /// The number of registered objects that died or were unregistered, by root
+        /// entity. Objects die on whatever thread lets them go, hence atomic. A new
+        /// one per generation of the registry (`removeAll`): it also tells this
+        /// registry's slots from those of an earlier generation.
         final class Deaths: Sendable {
             /// The deaths of each root entity's objects, by the registry's number for
             /// the root (see `rootNumber(of:)`); never reset.
-            let byRoot: InlineArray<16, Atomic<Int>> = InlineArray { _ in Atomic<Int>(0) }
+            private let counts: [Counter] = (0..<16).map { _ in Counter() }
+
+            /// One atomic count (a class: `Atomic` cannot live in an array).
+            private final class Counter: Sendable {
+                let value = Atomic<Int>(0)
+            }
 
             func died(root: UInt8) {
-                byRoot[Int(root)].add(1, ordering: .relaxed)
+                counts[Int(root)].value.add(1, ordering: .relaxed)
+            }
+
+            /// The deaths of objects of the root numbered `root`.
+            func count(root: Int) -> Int {
+                counts[root].value.load(ordering: .relaxed)
             }
 
             /// All deaths so far (a sum, read by the rare sweep checks: a death is
             /// then one atomic addition).
             var total: Int {
-                var sum = 0
-                for index in byRoot.indices { sum += byRoot[index].load(ordering: .relaxed) }
-                return sum
+                counts.reduce(0) { $0 + $1.value.load(ordering: .relaxed) }
             }
         }
 
-        /// A registered object's address, and whether it is still registered.
+        /// A registered object, held weakly, and whether it is still registered.
+        /// Read and written on the context's queue only.
         struct Slot {
-            var object: Unmanaged<ManagedObject>?
-            var isAlive: Bool
-            /// The registry's number for the root entity of the object's entity.
-            var root: UInt8 = 0
-
-            /// Whether the slot holds `object`, registered (compares addresses only:
-            /// a dead slot's object may be gone).
-            func holds(_ object: ManagedObject) -> Bool {
-                isAlive && self.object?.toOpaque() == Unmanaged.passUnretained(object).toOpaque()
-            }
+            /// The object, until its last release begins.
+            weak var object: ManagedObject?
+            /// Set while the slot is the object's registration (cleared when the
+            /// object is unregistered or the slot freed).
+            var isRegistered: Bool
         }
 
-        /// 256 slots, kept alive by the registry and by each object whose slot is
-        /// here (an object's deinit writes to it).
-        final class SlotPage {
+        /// 256 slots, kept alive by the registry and by each object registered in
+        /// one of them (for the object's deinit, which counts its death).
+        final class SlotPage: Sendable {
             static let size = 256
-            let slots: UnsafeMutablePointer<Slot>
+            // nonisolated(unsafe): the slots are read and written on the owning
+            // context's queue only; other threads reach the page for `deaths` alone.
+            nonisolated(unsafe) let slots: UnsafeMutablePointer<Slot>
+            /// The number of the page's first slot in its registry.
+            let firstNumber: UInt32
             let deaths: Deaths
 
-            init(deaths: Deaths) {
+            init(deaths: Deaths, firstNumber: UInt32) {
                 self.deaths = deaths
+                self.firstNumber = firstNumber
                 slots = .allocate(capacity: SlotPage.size)
-                slots.initialize(repeating: Slot(object: nil, isAlive: false), count: SlotPage.size)
+                slots.initialize(repeating: Slot(object: nil, isRegistered: false), count: SlotPage.size)
             }
 
             deinit {
@@ -87,58 +97,48 @@ extension ManagedObjectContext {
             }
         }
 
-        /// Where an object's slot is: its page and its number.
-        ///
-        /// The object holding the reference keeps the page retained, by hand
-        /// (`ManagedObject.registrySlot`): its deinit, which marks the slot dead,
-        /// then reads the page without retaining and releasing it once more.
+        /// Where an object's slot is: its page, its number in the page, and the
+        /// registry's number for the object's root entity (kept with the object, so
+        /// that its deinit reads nothing another thread writes).
         struct SlotReference {
-            let page: Unmanaged<SlotPage>
-            let number: UInt32
+            let page: SlotPage
+            let index: UInt8
+            let root: UInt8
 
-            var slot: UnsafeMutablePointer<Slot> {
-                page._withUnsafeGuaranteedRef { $0.slots } + Int(number) % SlotPage.size
-            }
+            /// The slot's number in its registry.
+            var number: UInt32 { page.firstNumber + UInt32(index) }
+
+            var slot: UnsafeMutablePointer<Slot> { page.slots + Int(index) }
 
             /// Whether the slot is in a page of the registry whose deaths are `deaths`.
             func isIn(_ deaths: Deaths) -> Bool {
-                page._withUnsafeGuaranteedRef { $0.deaths === deaths }
-            }
-
-            /// Marks the slot dead if it still holds `object` (once), counting it
-            /// for the registry's sweeps.
-            func markDead(_ object: ManagedObject) {
-                let slot = slot
-                guard slot.pointee.holds(object) else { return }
-                slot.pointee.isAlive = false
-                page._withUnsafeGuaranteedRef { $0.deaths.died(root: slot.pointee.root) }
+                page.deaths === deaths
             }
         }
 
-        @exclusivity(unchecked) private var deaths = Deaths()
+        private var deaths = Deaths()
         /// `deaths.total` at the last sweep.
-        @exclusivity(unchecked) private var deathsAtSweep = 0
+        private var deathsAtSweep = 0
         /// The objects that died or were unregistered since the last sweep (or reset).
         var deathsSinceSweep: Int { deaths.total - deathsAtSweep }
-        /// The slot pages, and their slots' base addresses (read without touching
-        /// the pages' reference counts).
-        @exclusivity(unchecked) private var pages: [SlotPage] = []
-        @exclusivity(unchecked) private var bases: [UnsafeMutablePointer<Slot>] = []
+        /// The slot pages, and their slots' base addresses.
+        private var pages: [SlotPage] = []
+        private var bases: [UnsafeMutablePointer<Slot>] = []
         /// Slots handed out so far, and dead ones free again since the last sweep.
-        @exclusivity(unchecked) private var slotCount: UInt32 = 0
-        @exclusivity(unchecked) private var freeSlots: [UInt32] = []
+        private var slotCount: UInt32 = 0
+        private var freeSlots: [UInt32] = []
         /// Objects' slot numbers by permanent ID.
-        @exclusivity(unchecked) private var entries: [ObjectID: UInt32] = [:]
+        private var entries: [ObjectID: UInt32] = [:]
         /// New objects' slot numbers by temporary ID: a save re-keys them all, and
         /// then this table is emptied at once (see `pruneTemporaries`).
-        @exclusivity(unchecked) private var temporaries: [ObjectID: UInt32] = [:]
+        private var temporaries: [ObjectID: UInt32] = [:]
         /// Slots of objects registered under temporary IDs and not yet entered in
         /// `temporaries`: new objects are looked up by temporary ID rarely (most
         /// are saved, and re-keyed through the slot they hold), so an import of
         /// many new objects appends their slots here instead of hashing each into
         /// a table as large as the import. The first lookup by temporary ID
         /// enters them (see `enterPendingTemporaries`).
-        @exclusivity(unchecked) private var pendingTemporaries: [UInt32] = []
+        private var pendingTemporaries: [UInt32] = []
         /// Slots of objects a fetch registered into an empty registry (see
         /// `registerFetched`), or a save re-keyed to new primary keys (see
         /// `rekey(_:to:fresh:)`), not yet entered in `entries`: a fetch whose
@@ -147,34 +147,49 @@ extension ManagedObjectContext {
         /// lookup by permanent ID, listing, unregistration or re-keying enters them
         /// (see `enterPendingPermanents`). A sweep drops the dead slots from the list
         /// before it hands them out again.
-        @exclusivity(unchecked) private var pendingPermanents: [UInt32] = []
+        private var pendingPermanents: [UInt32] = []
         /// Temporary entries re-keyed since the last prune.
-        @exclusivity(unchecked) private var rekeyedTemporaries = 0
-        @exclusivity(unchecked) private var countAfterSweep = 0
-        /// How many sweeps the table has had (for tests of the sweep policy).
-        @exclusivity(unchecked) private(set) var sweepCount = 0
+        private var rekeyedTemporaries = 0
+        private var countAfterSweep = 0
+        /// How many sweeps the table has had.
+        private(set) var sweepCount = 0
         /// Moves on whenever an object stops being the registered object for its
         /// ID while it lives (unregistered, re-keyed from a permanent ID, or the
         /// registry emptied): what was looked up before may no longer be registered.
-        @exclusivity(unchecked) private(set) var generation = 0
+        private(set) var generation = 0
 
         @inline(__always)
         private func slot(_ number: UInt32) -> UnsafeMutablePointer<Slot> {
             bases[Int(number) / SlotPage.size] + Int(number) % SlotPage.size
         }
 
-        /// Whether slot `number` still holds a registered object.
+        /// Whether slot `number` still holds a registered object that is alive.
         @inline(__always)
         private func isAlive(_ number: UInt32) -> Bool {
-            slot(number).pointee.isAlive
+            let slot = slot(number)
+            return slot.pointee.isRegistered && slot.pointee.object != nil
+        }
+
+        /// The registered object in slot `number`, if it is alive.
+        @inline(__always)
+        private func registeredObject(_ number: UInt32) -> ManagedObject? {
+            let slot = slot(number)
+            guard slot.pointee.isRegistered else { return nil }
+            return slot.pointee.object
         }
 
         /// The object in slot `number` if it is still registered under `id`.
         @inline(__always)
         private func object(_ number: UInt32, id: ObjectID) -> ManagedObject? {
-            let slot = slot(number).pointee
-            guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), object.objectID == id else { return nil }
+            guard let object = registeredObject(number), object.objectID == id else { return nil }
             return object
+        }
+
+        /// Whether slot `number` holds `object`, registered.
+        @inline(__always)
+        private func slot(_ number: UInt32, holds object: ManagedObject) -> Bool {
+            let slot = slot(number)
+            return slot.pointee.isRegistered && slot.pointee.object === object
         }
 
         /// The registered object with `id`, if any.
@@ -191,8 +206,7 @@ extension ManagedObjectContext {
             // table (a reset after a large fetch lists them and drops them all). No
             // listed object is also in the table: a lookup or registration empties the list.
             let listed = pendingPermanents.compactMap { number -> ManagedObject? in
-                let slot = slot(number).pointee
-                guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { return nil }
+                guard let object = registeredObject(number), !object.objectID.isTemporaryID else { return nil }
                 return object
             }
             return entries.compactMap { object($1, id: $0) } + temporaries.compactMap { object($1, id: $0) } + listed
@@ -214,9 +228,9 @@ extension ManagedObjectContext {
             var number: UInt32 = 0
             // (`slotCount` again: a `reset()` from `body` empties the registry.)
             while number < Swift.min(end, slotCount) {
-                let slot = slot(number).pointee
+                let object = registeredObject(number)
                 number += 1
-                guard slot.isAlive, let object = slot.object?.takeUnretainedValue() else { continue }
+                guard let object else { continue }
                 try body(object)
             }
         }
@@ -234,8 +248,9 @@ extension ManagedObjectContext {
         /// still holds in another registry is marked dead: it is registered here now).
         private func slotNumber(for object: ManagedObject) -> UInt32 {
             if let reference = object.registrySlot {
-                if reference.isIn(deaths) && reference.slot.pointee.holds(object) { return reference.number }
-                reference.markDead(object)
+                if reference.isIn(deaths) && slot(reference.number, holds: object) { return reference.number }
+                // A slot of an earlier generation (`removeAll`), which nothing
+                // reads any more: the object's registration moves here.
             }
             let number: UInt32
             if let free = freeSlots.popLast() {
@@ -244,14 +259,17 @@ extension ManagedObjectContext {
                 number = slotCount
                 slotCount += 1
                 if Int(number) / SlotPage.size == pages.count {
-                    let page = SlotPage(deaths: deaths)
+                    let page = SlotPage(deaths: deaths, firstNumber: number)
                     pages.append(page)
                     bases.append(page.slots)
                 }
             }
             let root = rootNumber(of: object.objectID)
-            slot(number).pointee = Slot(object: .passUnretained(object), isAlive: true, root: root)
-            object.registrySlot = SlotReference(page: .passUnretained(pages[Int(number) / SlotPage.size]), number: number)
+            let slot = slot(number)
+            slot.pointee.object = object
+            slot.pointee.isRegistered = true
+            object.registrySlot = SlotReference(page: pages[Int(number) / SlotPage.size],
+                                                index: UInt8(truncatingIfNeeded: Int(number) % SlotPage.size), root: root)
             registeredByRoot[Int(root)] += 1
             slotsTaken += 1
             return number
@@ -259,24 +277,25 @@ extension ManagedObjectContext {
 
         // MARK: Live objects by root entity
 
-        /// The root entities of the objects registered so far (their addresses; an
-        /// entity an ID names lives as long as the process), numbered by position.
-        /// The last number is shared by every root past the first 15.
-        @exclusivity(unchecked) private var roots: [UnsafeMutableRawPointer] = []
+        /// The root entities of the objects registered so far, numbered by
+        /// position. The last number is shared by every root past the first 15.
+        private var roots: [EntityDescription] = []
         /// How many slots objects of each numbered root took (deaths subtracted, the
         /// objects still registered).
-        @exclusivity(unchecked) private var registeredByRoot = InlineArray<16, Int>(repeating: 0)
-        /// The entity of the last registered object, and its root's number.
-        @exclusivity(unchecked) private var lastRoot: (entity: UnsafeMutableRawPointer, number: UInt8)?
+        private var registeredByRoot = [Int](repeating: 0, count: 16)
+        /// The entity of the last registered object (held, so that its address
+        /// cannot name another entity), and its root's number.
+        private var lastRoot: (entity: EntityDescription, number: UInt8)?
         /// How many slots objects have taken: moves on with every new registration.
-        @exclusivity(unchecked) private(set) var slotsTaken = 0
+        private(set) var slotsTaken = 0
 
         /// This registry's number for the root entity of `id`'s entity.
         private func rootNumber(of id: ObjectID) -> UInt8 {
-            if let lastRoot, lastRoot.entity == id.entityAddress { return lastRoot.number }
-            let root = Unmanaged.passUnretained(id.entity.rootEntity).toOpaque()
+            if let lastRoot, id.hasEntity(lastRoot.entity) { return lastRoot.number }
+            let entity = id.entity
+            let root = entity.rootEntity
             let number: UInt8
-            if let known = roots.firstIndex(of: root) {
+            if let known = roots.firstIndex(where: { $0 === root }) {
                 number = UInt8(known)
             } else if roots.count < 15 {
                 roots.append(root)
@@ -284,7 +303,7 @@ extension ManagedObjectContext {
             } else {
                 number = 15
             }
-            lastRoot = (id.entityAddress, number)
+            lastRoot = (entity, number)
             return number
         }
 
@@ -294,12 +313,11 @@ extension ManagedObjectContext {
         /// Then no lookup can find an object of it, and objects made for its rows
         /// need no lookup first (see `registerFetched`).
         func mayHoldLiveObjects(ofRoot root: EntityDescription) -> Bool {
-            let address = Unmanaged.passUnretained(root).toOpaque()
-            guard let known = roots.firstIndex(of: address) else {
+            guard let known = roots.firstIndex(where: { $0 === root }) else {
                 // Never registered here, unless counted with the shared number.
-                return roots.count == 15 && registeredByRoot[15] > deaths.byRoot[15].load(ordering: .relaxed)
+                return roots.count == 15 && registeredByRoot[15] > deaths.count(root: 15)
             }
-            return registeredByRoot[known] > deaths.byRoot[known].load(ordering: .relaxed)
+            return registeredByRoot[known] > deaths.count(root: known)
         }
 
         /// The slot `object` is registered in under its ID, if it is.
@@ -310,14 +328,14 @@ extension ManagedObjectContext {
         private func registeredNumber(of object: ManagedObject) -> UInt32? {
             let id = object.objectID
             if id.isTemporaryID {
-                if let reference = object.registrySlot, reference.isIn(deaths), reference.slot.pointee.holds(object) {
+                if let reference = object.registrySlot, reference.isIn(deaths), slot(reference.number, holds: object) {
                     return reference.number
                 }
                 enterPendingTemporaries()
             } else {
                 enterPendingPermanents()
             }
-            return (id.isTemporaryID ? temporaries[id] : entries[id]).flatMap { slot($0).pointee.holds(object) ? $0 : nil }
+            return (id.isTemporaryID ? temporaries[id] : entries[id]).flatMap { slot($0, holds: object) ? $0 : nil }
         }
 
         /// Enters the pending temporary registrations in `temporaries` (those
@@ -325,8 +343,7 @@ extension ManagedObjectContext {
         private func enterPendingTemporaries() {
             guard !pendingTemporaries.isEmpty else { return }
             for number in pendingTemporaries {
-                let slot = slot(number).pointee
-                guard slot.isAlive, let object = slot.object?.takeUnretainedValue(), object.objectID.isTemporaryID else { continue }
+                guard let object = registeredObject(number), object.objectID.isTemporaryID else { continue }
                 temporaries[object.objectID] = number
             }
             pendingTemporaries = []
@@ -340,10 +357,9 @@ extension ManagedObjectContext {
             pendingPermanents = []
             entries.reserveCapacity(entries.count + pending.count)
             for number in pending {
-                let slot = slot(number).pointee
                 // A dead slot is handed out again: no entry names a listed slot.
-                guard slot.isAlive else { freeSlots.append(number); continue }
-                guard let object = slot.object?.takeUnretainedValue(), !object.objectID.isTemporaryID else { continue }
+                guard let object = registeredObject(number) else { freeSlots.append(number); continue }
+                guard !object.objectID.isTemporaryID else { continue }
                 entries[object.objectID] = number
             }
             // Lists of objects registered without lookups grow the table too (each
@@ -369,7 +385,7 @@ extension ManagedObjectContext {
         /// entries are dropped: objects registered without a lookup, one batch
         /// after another (each to-many fault of a traversal), die while nothing
         /// looks an ID up and enters the list in the table.
-        @exclusivity(unchecked) private var pendingLimit = 4096
+        private var pendingLimit = 4096
 
         /// Drops the dead entries of the list of fetched objects and hands their
         /// slots out again (no table entry names a listed slot: a listed object
@@ -415,13 +431,12 @@ extension ManagedObjectContext {
                 var live = [ObjectID: UInt32](minimumCapacity: Swift.max(4096, 2 * (entries.count - entries.count / 4)))
                 for (id, number) in entries where isAlive(number) { live[id] = number }
                 entries = live
-                assert(entries.allSatisfy { object($1, id: $0) != nil }, "a live slot under an ID its object no longer has")
                 enterPendingTemporaries()
                 temporaries = temporaries.filter { object($1, id: $0) != nil }
                 // No entry names a dead slot any more: they can be handed out again.
                 // (An object whose dead slot is reused does not find itself there.)
                 pendingPermanents.removeAll { !isAlive($0) }
-                freeSlots = (0..<slotCount).filter { !slot($0).pointee.isAlive }
+                freeSlots = (0..<slotCount).filter { !isAlive($0) }
                 sweepCount += 1
             }
             countAfterSweep = entries.count
@@ -431,8 +446,12 @@ extension ManagedObjectContext {
         func unregister(_ object: ManagedObject) {
             guard let number = registeredNumber(of: object) else { return }
             generation += 1
-            slot(number).pointee.isAlive = false
-            deaths.died(root: slot(number).pointee.root)
+            slot(number).pointee.isRegistered = false
+            if let reference = object.registrySlot, reference.isIn(deaths), reference.number == number {
+                // Counted here, not again by the object's deinit.
+                deaths.died(root: reference.root)
+                object.registrySlot = nil
+            }
         }
 
         /// Starts a pass of re-keying that ends with `pruneTemporaries()` (a pass
@@ -499,7 +518,7 @@ extension ManagedObjectContext {
         func removeAll() {
             generation += 1
             roots = []
-            registeredByRoot = InlineArray<16, Int>(repeating: 0)
+            registeredByRoot = [Int](repeating: 0, count: 16)
             lastRoot = nil
             pendingLimit = 4096
             entries = [:]

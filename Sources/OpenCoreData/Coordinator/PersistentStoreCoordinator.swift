@@ -36,13 +36,13 @@ public final class PersistentStoreCoordinator: Sendable {
         var references: Int
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Moves on whenever rows change through this coordinator (saves, batch
     /// requests, rows learnt to be newer): faults holding rows fetched before
     /// then fire from the row cache or the store instead.
     let rowGeneration = Atomic<Int>(0)
     /// The contexts that merge the saves made through this coordinator.
-    let mergeTargets = Mutex<[ObjectIdentifier: WeakContext]>([:])
+    let mergeTargets = Lock<[ObjectIdentifier: WeakContext]>([:])
 
     /// A coordinator for `model`. The model is validated and becomes immutable; an
     /// invalid model is a programming error reported here with every problem (it

@@ -91,7 +91,7 @@ open class DataAccessLayer: @unchecked Sendable {
                 description.shouldAddStoreAsynchronously = false
                 return description
             }
-            let failure = Mutex<(any Error)?>(nil)
+            let failure = Lock<(any Error)?>(nil)
             container.loadPersistentStores { _, error in
                 if let error { failure.withLock { $0 = $0 ?? error } }
             }

@@ -53,7 +53,7 @@ final class RemoteChangeObserver: Sendable {
     /// snapshot does not see other connections' commits.
     private let heldRead: SQLiteHeldRead
     private let interval: Double
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(queue: DatabaseQueue, heldRead: SQLiteHeldRead, interval: Double) {
         self.queue = queue

@@ -21,37 +21,37 @@ import OpenCoreDataPredicates
 /// strings and binary data; ``regularExpression`` must match a whole string.
 /// Further rules can be added as predicates in ``PropertyDescription/validationRules``.
 public class AttributeDescription: PropertyDescription, @unchecked Sendable {
-    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
-    // is edited only while its model is being built, and is read-only once the
-    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
-    // the dynamic check every read would pay finds nothing (docs/performance.md).
+    // Exclusivity: public properties keep Swift's dynamic checks. Only the caches
+    // a model builds as it freezes (read on every object's hot paths) are
+    // `@exclusivity(unchecked)`: written once by `freeze()`, read-only afterwards
+    // (`checkEditable`), so no access overlaps another (docs/performance.md).
 
     /// The attribute's type.
-    @exclusivity(unchecked) public var attributeType: AttributeType { willSet { checkEditable("attributeType") } }
+    public var attributeType: AttributeType { willSet { checkEditable("attributeType") } }
     /// The name of the class of the attribute's values (`attributeValueClassName`):
     /// Xcode's "Custom Class" for transformable attributes, e.g. `[String]`.
-    @exclusivity(unchecked) public var attributeValueClassName: String? { willSet { checkEditable("attributeValueClassName") } }
+    public var attributeValueClassName: String? { willSet { checkEditable("attributeValueClassName") } }
     /// The value a new object starts with.
-    @exclusivity(unchecked) public var defaultValue: AttributeValue? { willSet { checkEditable("defaultValue") } }
+    public var defaultValue: AttributeValue? { willSet { checkEditable("defaultValue") } }
     /// The name of the value transformer of a transformable attribute, e.g.
     /// `NSSecureUnarchiveFromDataTransformerName`.
-    @exclusivity(unchecked) public var valueTransformerName: String? { willSet { checkEditable("valueTransformerName") } }
+    public var valueTransformerName: String? { willSet { checkEditable("valueTransformerName") } }
     /// Whether large binary values may be stored in files beside the store.
-    @exclusivity(unchecked) public var allowsExternalBinaryDataStorage: Bool = false { willSet { checkEditable("allowsExternalBinaryDataStorage") } }
+    public var allowsExternalBinaryDataStorage: Bool = false { willSet { checkEditable("allowsExternalBinaryDataStorage") } }
     /// Whether the value is kept in persistent history when the object is deleted
     /// (a tombstone).
-    @exclusivity(unchecked) public var preservesValueInHistoryOnDeletion: Bool = false { willSet { checkEditable("preservesValueInHistoryOnDeletion") } }
+    public var preservesValueInHistoryOnDeletion: Bool = false { willSet { checkEditable("preservesValueInHistoryOnDeletion") } }
     /// Whether CloudKit encrypts the value (kept for fidelity).
-    @exclusivity(unchecked) public var allowsCloudEncryption: Bool = false { willSet { checkEditable("allowsCloudEncryption") } }
+    public var allowsCloudEncryption: Bool = false { willSet { checkEditable("allowsCloudEncryption") } }
     /// Whether the attribute is indexed (the legacy per-attribute index; newer
     /// models use ``EntityDescription/indexes``).
-    @exclusivity(unchecked) public var isIndexed: Bool = false { willSet { checkEditable("isIndexed") } }
+    public var isIndexed: Bool = false { willSet { checkEditable("isIndexed") } }
     /// The smallest valid value (numbers, dates) or length (strings, binary data).
-    @exclusivity(unchecked) public var minValue: AttributeValue? { willSet { checkEditable("minValue") } }
+    public var minValue: AttributeValue? { willSet { checkEditable("minValue") } }
     /// The largest valid value (numbers, dates) or length (strings, binary data).
-    @exclusivity(unchecked) public var maxValue: AttributeValue? { willSet { checkEditable("maxValue") } }
+    public var maxValue: AttributeValue? { willSet { checkEditable("maxValue") } }
     /// A regular expression (ICU syntax) a string value must match as a whole.
-    @exclusivity(unchecked) public var regularExpression: String? { willSet { checkEditable("regularExpression") } }
+    public var regularExpression: String? { willSet { checkEditable("regularExpression") } }
 
     /// Creates an attribute.
     public init(name: String, type: AttributeType, optional: Bool = true, defaultValue: AttributeValue? = nil) {
@@ -92,9 +92,9 @@ public class AttributeDescription: PropertyDescription, @unchecked Sendable {
 public final class DerivedAttributeDescription: AttributeDescription, @unchecked Sendable {
     /// The expression that computes the value, in the predicate format language
     /// (e.g. `moods.@count`, `now()`, `lowercase:(name)`).
-    @exclusivity(unchecked) public var derivationExpression: String { willSet { checkEditable("derivationExpression") } }
+    public var derivationExpression: String { willSet { checkEditable("derivationExpression") } }
     /// An optional predicate that filters what the derivation sees.
-    @exclusivity(unchecked) public var filteringPredicate: String? { willSet { checkEditable("filteringPredicate") } }
+    public var filteringPredicate: String? { willSet { checkEditable("filteringPredicate") } }
 
     /// Creates a derived attribute.
     public init(name: String, type: AttributeType, derivationExpression: String) {
@@ -121,7 +121,7 @@ public final class DerivedAttributeDescription: AttributeDescription, @unchecked
 /// ```
 public final class CompositeAttributeDescription: AttributeDescription, @unchecked Sendable {
     /// The elements: attributes, or nested composite attributes.
-    @exclusivity(unchecked) public var elements: [AttributeDescription] { willSet { checkEditable("elements") } }
+    public var elements: [AttributeDescription] { willSet { checkEditable("elements") } }
     /// The name of the model-level composite this attribute uses, if it came from a
     /// model file.
     public var compositeName: String?

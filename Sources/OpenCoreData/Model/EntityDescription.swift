@@ -22,46 +22,45 @@ import Synchronization
 ///
 /// See ``PropertyDescription`` for when a model may be changed and why descriptions
 /// are `Sendable`.
-public final class EntityDescription: @unchecked Sendable, CustomStringConvertible, WeakAnchored {
-    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
-    // is edited only while its model is being built, and is read-only once the
-    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
-    // the dynamic check every read would pay finds nothing (docs/performance.md).
-
-    /// What back references to this entity point at (see ``WeakAnchor``).
-    let weakAnchor = WeakAnchor<EntityDescription>()
+public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
+    // Exclusivity: public properties keep Swift's dynamic checks. Only the caches
+    // a model builds as it freezes (read on every object's hot paths) are
+    // `@exclusivity(unchecked)`: written once by `freeze()`, read-only afterwards
+    // (`checkEditable`), so no access overlaps another (docs/performance.md).
 
     /// The entity's name, unique in its model.
-    @exclusivity(unchecked) public var name: String { willSet { checkEditable("name") } }
+    public var name: String { willSet { checkEditable("name") } }
     /// The name of the class that represents the entity's objects (Xcode's "Class";
     /// a Swift module prefix such as `Moody.Mood` or `.Mood` may appear).
-    @exclusivity(unchecked) public var managedObjectClassName: String { willSet { checkEditable("managedObjectClassName") } }
+    public var managedObjectClassName: String { willSet { checkEditable("managedObjectClassName") } }
     /// Whether the entity has no objects of its own, only through subentities.
-    @exclusivity(unchecked) public var isAbstract: Bool = false { willSet { checkEditable("isAbstract") } }
+    public var isAbstract: Bool = false { willSet { checkEditable("isAbstract") } }
     /// Free-form information about the entity.
-    @exclusivity(unchecked) public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
+    public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
     /// A string that enters the version hash, to mark a change the hash would
     /// otherwise not see.
-    @exclusivity(unchecked) public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
+    public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
     /// The entity's previous name, for lightweight migration ("Renaming ID").
-    @exclusivity(unchecked) public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
+    public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
     /// Uniqueness constraints: each is a list of property names whose values together
     /// identify at most one object.
-    @exclusivity(unchecked) public var uniquenessConstraints: [[String]] = [] { willSet { checkEditable("uniquenessConstraints") } }
+    public var uniquenessConstraints: [[String]] = [] { willSet { checkEditable("uniquenessConstraints") } }
     /// The fetch indexes of the entity.
-    @exclusivity(unchecked) public var indexes: [FetchIndexDescription] = [] { willSet { checkEditable("indexes") } }
+    public var indexes: [FetchIndexDescription] = [] { willSet { checkEditable("indexes") } }
     /// Legacy compound indexes: each a list of property names (pre-fetch-index models).
-    @exclusivity(unchecked) public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
+    public var compoundIndexes: [[String]] = [] { willSet { checkEditable("compoundIndexes") } }
 
     /// The superentity, if any (set by adding this entity to another's ``subentities``).
     public internal(set) var superentity: EntityDescription? {
-        get { superentityReference.target }
-        set { superentityReference.target = newValue }
+        get { superentityReference }
+        set { superentityReference = newValue }
     }
-    @exclusivity(unchecked) private var superentityReference = WeakAnchoredReference<EntityDescription>()
+    // Weak: the superentity holds its subentities. A `weak` load is atomic against
+    // the entity's release on another thread.
+    private weak var superentityReference: EntityDescription?
 
     /// The entity's direct subentities. Setting them makes this entity their superentity.
-    @exclusivity(unchecked) public var subentities: [EntityDescription] = [] {
+    public var subentities: [EntityDescription] = [] {
         willSet { checkEditable("subentities") }
         didSet {
             for old in oldValue where old.superentity === self && !subentities.contains(where: { $0 === old }) {
@@ -73,62 +72,30 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     /// The entity's own properties (not the inherited ones), in model order. Setting
     /// them makes this entity their owner.
-    @exclusivity(unchecked) public var properties: [PropertyDescription] = [] {
+    public var properties: [PropertyDescription] = [] {
         willSet { checkEditable("properties") }
         didSet { for property in properties { property.entity = self } }
     }
 
     /// The model that contains the entity.
     public internal(set) var managedObjectModel: ManagedObjectModel? {
-        get { modelReference.target }
-        set { modelReference.target = newValue }
+        get { modelReference }
+        set { modelReference = newValue }
     }
-    @exclusivity(unchecked) private var modelReference = WeakAnchoredReference<ManagedObjectModel>()
+    // Weak: the model holds its entities.
+    private weak var modelReference: ManagedObjectModel?
 
     /// Whether the model this entity belongs to is frozen.
     var isFrozen = false { didSet { for property in properties { property.isFrozen = isFrozen } } }
-    @exclusivity(unchecked) private var frozenCache: Cache?
+    @exclusivity(unchecked) private var frozenCache: Cache?  // unchecked: written once as the model freezes, read-only after
 
     /// Creates an entity; its class name defaults to `ManagedObject`.
     public init(name: String, managedObjectClassName: String = "ManagedObject") {
         self.name = name
         self.managedObjectClassName = managedObjectClassName
-        weakAnchor.target = self
-    }
-
-    /// Set once the entity is pinned (see ``pinForObjectIDs()``).
-    private let pinned = Atomic<Bool>(false)
-
-    /// Keeps the entity alive for the rest of the process, the first time an
-    /// ``ObjectID`` or a managed object is made for it, or a relationship or
-    /// subentity of a frozen model points to it.
-    ///
-    /// IDs hold their entity unretained (`Unmanaged`): they are copied on every
-    /// path (rows, the uniquing table, change sets, batches), and a strong
-    /// reference cost two atomic reference-count operations per copy, all on the
-    /// same entity. An ID is `Sendable` and may outlive every model, context and
-    /// coordinator, so an entity in use is never freed: what a model costs is kept
-    /// once per entity (models are built once per process in practice, as in Core
-    /// Data). A frozen model's relationship destinations and superentities are
-    /// pinned as well, so that the references to them can be read without a weak
-    /// load (``pinReferences()``). Any other entity no ID or object was made for is
-    /// freed with its model.
-    @inline(__always)
-    func pinForObjectIDs() {
-        guard !pinned.load(ordering: .relaxed) else { return }
-        pinSlowly()
-    }
-
-    @inline(never)
-    private func pinSlowly() {
-        if pinned.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
-            _ = Unmanaged.passRetained(self)
-        }
     }
 
     deinit {
-        // Weak holders of the anchor that read it while this object goes see nil.
-        weakAnchor.target = nil
         frozenAttributeTypes?.deallocate()
     }
 
@@ -136,16 +103,12 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         if isFrozen { modelMutationFailure("entity '\(name)' (\(what))") }
     }
 
-    /// Pins the references to pinned entities: to the superentity, and from each
-    /// property to its entity and the entities it names (see
-    /// `WeakAnchoredReference.pin()`). Called by the model's `freeze()`.
-    func pinReferences() {
-        if superentity?.isPinned == true { superentityReference.pin() }
-        for property in properties { property.pinReferences() }
+    /// Resolves what each relationship names (its destination and inverse) for
+    /// good. Called by the model's `freeze()`.
+    func resolveReferences() {
+        for property in properties { property.resolveReferences() }
     }
 
-    /// Whether the entity lives for the rest of the process (see ``pinForObjectIDs()``).
-    var isPinned: Bool { pinned.load(ordering: .relaxed) }
 
     public var description: String { "EntityDescription(\(name))" }
 
@@ -194,7 +157,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
                      relationshipsByName: relationships, propertyIndexes: indexes, propertyNames: all.map(\.name))
     }
 
-    @exclusivity(unchecked) private var frozenVersionHash: Data?
+    @exclusivity(unchecked) private var frozenVersionHash: Data?  // unchecked: written once as the model freezes, read-only after
 
     func buildFrozenCache() {
         frozenCache = makeCache()
@@ -252,10 +215,10 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// A hash of the entity's name, computed once when the model is frozen: object
     /// IDs hash it instead of the name's characters.
     var nameHash: Int { frozenNameHash ?? name.hashValue }
-    @exclusivity(unchecked) private var frozenNameHash: Int?
+    @exclusivity(unchecked) private var frozenNameHash: Int?  // unchecked: written once as the model freezes, read-only after
     /// The values of a new object (defaults, empty relationships), computed once
     /// when the model is frozen.
-    @exclusivity(unchecked) private(set) var frozenInitialValues: RowValues?
+    @exclusivity(unchecked) private(set) var frozenInitialValues: RowValues?  // unchecked: written once as the model freezes, read-only after
 
     /// An attribute validation only checks for its type and presence: no range,
     /// pattern or validation rule.
@@ -272,18 +235,18 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
     /// Whether a frozen entity has to-many relationships (nil before it is frozen):
     /// loading a row of one that has none has no to-many slot to turn into a fault.
-    @exclusivity(unchecked) private(set) var frozenHasToMany: Bool?
+    @exclusivity(unchecked) private(set) var frozenHasToMany: Bool?  // unchecked: written once as the model freezes, read-only after
     /// Whether a frozen entity has transient properties (nil before it is frozen):
     /// a saved row of one that has none is its object's values as they are.
-    @exclusivity(unchecked) private(set) var frozenHasTransients: Bool?
+    @exclusivity(unchecked) private(set) var frozenHasTransients: Bool?  // unchecked: written once as the model freezes, read-only after
     /// For each of `allProperties` of a frozen entity: its attribute type, nil for
     /// a relationship or a fetched property. Plain memory, owned by the entity:
     /// reading it retains nothing, where reading `allProperties[index]` and casting
     /// it retains the array, the property and the cast result (three of the
     /// reference-count pairs of every `setValue(_:forKey:)`).
-    @exclusivity(unchecked) private(set) var frozenAttributeTypes: UnsafeMutableBufferPointer<AttributeType?>?
+    @exclusivity(unchecked) private(set) var frozenAttributeTypes: UnsafeMutableBufferPointer<AttributeType?>?  // unchecked: written once as the model freezes, read-only after
     /// For each of `allProperties` of a frozen entity: its ``PlainAttribute``, if it is one.
-    @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?
+    @exclusivity(unchecked) private(set) var frozenPlainAttributes: [PlainAttribute?]?  // unchecked: written once as the model freezes, read-only after
     /// The class of the entity's objects as ``ManagedObjectClasses`` last resolved
     /// it, with the registration generation it was resolved in.
     let resolvedClass = ResolvedClassCache()

@@ -30,10 +30,7 @@ import Foundation
 /// A model is editable until a persistent store coordinator uses it; from then on
 /// it is immutable (``isEditable`` is false) and may be shared freely between
 /// threads. See ``PropertyDescription`` for the thread-safety contract.
-public final class ManagedObjectModel: @unchecked Sendable, CustomStringConvertible, WeakAnchored {
-    /// What back references to this model point at (see ``WeakAnchor``).
-    let weakAnchor = WeakAnchor<ManagedObjectModel>()
-
+public final class ManagedObjectModel: @unchecked Sendable, CustomStringConvertible {
     /// Every entity of the model, subentities included, in model order. Setting them
     /// makes this model their owner.
     public var entities: [EntityDescription] = [] {
@@ -58,14 +55,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     private var frozenEntitiesByName: [String: EntityDescription]?
 
     /// An empty model.
-    public init() {
-        weakAnchor.target = self
-    }
-
-    deinit {
-        // Weak holders of the anchor that read it while this object goes see nil.
-        weakAnchor.target = nil
-    }
+    public init() {}
 
     public var description: String { "ManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
 
@@ -88,17 +78,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         }
         frozenEntitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         frozen = true
-        // The entities relationships point to and the superentities are kept for
-        // the rest of the process, as an entity an ID names is kept
-        // (`EntityDescription.pinForObjectIDs()`): the references to them are then
-        // read directly, without a weak load (`EntityDescription.pinReferences()`).
-        for entity in entities {
-            entity.superentity?.pinForObjectIDs()
-            for case let relationship as RelationshipDescription in entity.properties {
-                relationship.destinationEntity?.pinForObjectIDs()
-            }
-        }
-        for entity in entities { entity.pinReferences() }
+        for entity in entities { entity.resolveReferences() }
         for entity in entities { entity.buildFrozenCache() }
     }
 

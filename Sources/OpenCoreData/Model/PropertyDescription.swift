@@ -24,54 +24,54 @@ import Foundation
 /// before any coordinator or context shares it; frozen descriptions are never
 /// written again, so concurrent reads are race-free.
 public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
-    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
-    // is edited only while its model is being built, and is read-only once the
-    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
-    // the dynamic check every read would pay finds nothing (docs/performance.md).
+    // Exclusivity: public properties keep Swift's dynamic checks. Only the caches
+    // a model builds as it freezes (read on every object's hot paths) are
+    // `@exclusivity(unchecked)`: written once by `freeze()`, read-only afterwards
+    // (`checkEditable`), so no access overlaps another (docs/performance.md).
 
     /// The property's name.
-    @exclusivity(unchecked) public var name: String { willSet { checkEditable("name") } }
+    public var name: String { willSet { checkEditable("name") } }
     /// Whether the property may be nil when the object is saved. Defaults to true.
-    @exclusivity(unchecked) public var isOptional: Bool = true { willSet { checkEditable("isOptional") } }
+    public var isOptional: Bool = true { willSet { checkEditable("isOptional") } }
     /// Whether the property is kept in memory only and never stored.
-    @exclusivity(unchecked) public var isTransient: Bool = false { willSet { checkEditable("isTransient") } }
+    public var isTransient: Bool = false { willSet { checkEditable("isTransient") } }
     /// Whether the property is read-only.
-    @exclusivity(unchecked) public var isReadOnly: Bool = false { willSet { checkEditable("isReadOnly") } }
+    public var isReadOnly: Bool = false { willSet { checkEditable("isReadOnly") } }
     /// Free-form information about the property.
-    @exclusivity(unchecked) public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
+    public var userInfo: [String: String] = [:] { willSet { checkEditable("userInfo") } }
     /// A string that enters the version hash, to mark a change the hash would
     /// otherwise not see.
-    @exclusivity(unchecked) public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
+    public var versionHashModifier: String? { willSet { checkEditable("versionHashModifier") } }
     /// The property's previous name, for lightweight migration (Xcode's "Renaming ID",
     /// `elementID` in the model file).
-    @exclusivity(unchecked) public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
+    public var renamingIdentifier: String? { willSet { checkEditable("renamingIdentifier") } }
     /// Whether Spotlight indexes the property (kept for fidelity; no effect on Linux).
-    @exclusivity(unchecked) public var isIndexedBySpotlight: Bool = false { willSet { checkEditable("isIndexedBySpotlight") } }
+    public var isIndexedBySpotlight: Bool = false { willSet { checkEditable("isIndexedBySpotlight") } }
     /// Whether the property is stored in an external record (legacy; kept for fidelity).
-    @exclusivity(unchecked) public var isStoredInExternalRecord: Bool = false { willSet { checkEditable("isStoredInExternalRecord") } }
+    public var isStoredInExternalRecord: Bool = false { willSet { checkEditable("isStoredInExternalRecord") } }
     /// Predicates a value must satisfy to be valid, each with the message of the
     /// warning it produces (`validationPredicates` / `validationWarnings`).
-    @exclusivity(unchecked) public var validationRules: [ValidationRule] = [] { willSet { checkEditable("validationRules") } }
+    public var validationRules: [ValidationRule] = [] { willSet { checkEditable("validationRules") } }
 
     /// The entity that owns this property (set when the property is added to one).
     public internal(set) var entity: EntityDescription? {
-        get { entityReference.target }
-        set { entityReference.target = newValue }
+        get { entityReference }
+        set { entityReference = newValue }
     }
-    @exclusivity(unchecked) private var entityReference = WeakAnchoredReference<EntityDescription>()
+    // Weak: the entity holds its properties. A `weak` load is atomic against the
+    // entity's release on another thread.
+    private weak var entityReference: EntityDescription?
 
     /// Whether the model this property belongs to is frozen.
-    @exclusivity(unchecked) var isFrozen = false
+    @exclusivity(unchecked) var isFrozen = false  // unchecked: written once as the model freezes, read-only after
 
     init(name: String) {
         self.name = name
     }
 
-    /// Pins the reference to the owning entity if it is pinned (see
-    /// `EntityDescription.pinReferences()`).
-    func pinReferences() {
-        if entity?.isPinned == true { entityReference.pin() }
-    }
+    /// Resolves what the property names in its model for good (the model is
+    /// frozen; see `EntityDescription.resolveReferences()`).
+    func resolveReferences() {}
 
     func checkEditable(_ what: String) {
         if isFrozen {

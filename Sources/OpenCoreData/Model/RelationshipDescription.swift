@@ -15,35 +15,31 @@ import Foundation
 /// The destination and inverse are kept by name and resolved through the model, so
 /// relationships can be declared before the entities they point to exist.
 public final class RelationshipDescription: PropertyDescription, @unchecked Sendable {
-    // Exclusivity: stored properties are `@exclusivity(unchecked)`. A description
-    // is edited only while its model is being built, and is read-only once the
-    // model is in use (frozen: `checkEditable`), so no read overlaps a write and
-    // the dynamic check every read would pay finds nothing (docs/performance.md).
+    // Exclusivity: public properties keep Swift's dynamic checks. Only the caches
+    // a model builds as it freezes (read on every object's hot paths) are
+    // `@exclusivity(unchecked)`: written once by `freeze()`, read-only afterwards
+    // (`checkEditable`), so no access overlaps another (docs/performance.md).
 
     /// The name of the destination entity.
-    @exclusivity(unchecked) public var destinationEntityName: String? { willSet { checkEditable("destinationEntity") } }
+    public var destinationEntityName: String? { willSet { checkEditable("destinationEntity") } }
     /// The name of the inverse relationship on the destination entity.
-    @exclusivity(unchecked) public var inverseRelationshipName: String? { willSet { checkEditable("inverseRelationship") } }
+    public var inverseRelationshipName: String? { willSet { checkEditable("inverseRelationship") } }
     /// The smallest number of destination objects a valid object has (0 = no minimum).
-    @exclusivity(unchecked) public var minCount: Int = 0 { willSet { checkEditable("minCount") } }
+    public var minCount: Int = 0 { willSet { checkEditable("minCount") } }
     /// The largest number of destination objects (1 for to-one; 0 = no limit).
-    @exclusivity(unchecked) public var maxCount: Int = 1 { willSet { checkEditable("maxCount") } }
+    public var maxCount: Int = 1 { willSet { checkEditable("maxCount") } }
     /// What happens to the destination objects when the source is deleted.
-    @exclusivity(unchecked) public var deleteRule: DeleteRule = .nullify { willSet { checkEditable("deleteRule") } }
+    public var deleteRule: DeleteRule = .nullify { willSet { checkEditable("deleteRule") } }
     /// Whether a to-many relationship keeps its objects in order (an ordered set).
-    @exclusivity(unchecked) public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
+    public var isOrdered: Bool = false { willSet { checkEditable("isOrdered") } }
 
-    private var destinationCache: EntityDescription? {
-        get { destinationReference.target }
-        set { destinationReference.target = newValue }
-    }
-    @exclusivity(unchecked) private var destinationReference = WeakAnchoredReference<EntityDescription>()
+    // Weak: entities are held by their model; relationships form cycles.
+    private weak var destinationCache: EntityDescription?
     /// Set once the model is frozen: the destination and inverse are then resolved
     /// for good, and read without a lookup by name (a to-many fault reads both).
-    @exclusivity(unchecked) private var isResolved = false
-    // unowned(unsafe): the inverse belongs to the destination, which is pinned
-    // (never freed) before this is set (`pinReferences()`).
-    @exclusivity(unchecked) private unowned(unsafe) var resolvedInverse: RelationshipDescription?
+    @exclusivity(unchecked) private var isResolved = false  // unchecked: written once as the model freezes, read-only after
+    // Weak: the inverse belongs to the destination, held by the model.
+    private weak var resolvedInverse: RelationshipDescription?
 
     /// Creates a relationship to the entity named `destination`.
     public init(name: String, destination: String?, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false) {
@@ -90,13 +86,11 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         }
     }
 
-    /// Resolves the destination and inverse for good (the model is frozen and the
-    /// destination pinned), then pins the reference to the destination.
-    override func pinReferences() {
-        super.pinReferences()
-        guard let destination = destinationEntity, destination.isPinned else { return }
+    /// Resolves the destination and inverse for good (the model is frozen).
+    override func resolveReferences() {
+        super.resolveReferences()
+        guard let destination = destinationEntity else { return }
         destinationCache = destination
-        destinationReference.pin()
         resolvedInverse = inverseRelationship
         isResolved = true
     }
@@ -125,7 +119,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
 /// ```
 public final class FetchedPropertyDescription: PropertyDescription, @unchecked Sendable {
     /// The fetch request that computes the value.
-    @exclusivity(unchecked) public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
+    public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
 
     /// Creates a fetched property.
     public init(name: String, fetchRequest: FetchRequestTemplate?) {

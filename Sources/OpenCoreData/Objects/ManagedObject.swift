@@ -33,41 +33,25 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's ID: temporary until saved, then permanent.
-    @exclusivity(unchecked) public internal(set) var objectID: ObjectID
-    // The flags and the registry slot's number follow the ID, in the bytes its 25
-    // leave before the next word (stored properties are laid out in declaration
-    // order): the object is 152 bytes, a 160-byte block of memory rather than 176.
-    @exclusivity(unchecked) var insertedFlag = false
-    @exclusivity(unchecked) var deletedFlag = false
-    @exclusivity(unchecked) private var committedIsStorage = false
-    /// The number of the object's registry slot (see ``registrySlot``).
-    @exclusivity(unchecked) private var slotNumber: UInt32 = 0
+    public internal(set) var objectID: ObjectID {
+        @inline(__always) get { storedObjectID }
+        @inline(__always) set { storedObjectID = newValue }
+    }
+    @exclusivity(unchecked) private var storedObjectID: ObjectID  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var insertedFlag = false  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var deletedFlag = false  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) private var committedIsStorage = false  // unchecked: context queue only, never held across a call
     /// The context the object is registered with, if any.
     ///
-    /// Core Data declares it `unowned(unsafe)`: the object does not keep its
-    /// context alive. Here it turns nil when the context goes (see ``WeakAnchor``:
-    /// a `weak` reference would slow every retain of the context). As with all of a
-    /// context's objects, read it on the context's queue, and let the context go
-    /// there too: the context clears the reference as it goes, without a lock.
-    public internal(set) var managedObjectContext: ManagedObjectContext? {
-        get { contextAnchor?._withUnsafeGuaranteedRef { $0.target } }
-        set {
-            // The anchor is retained by hand (released in deinit): read in place,
-            // as on every fault fired, it costs no reference counting.
-            let anchor = newValue.map { Unmanaged.passRetained($0.weakAnchor) }
-            contextAnchor?.release()
-            contextAnchor = anchor
-        }
-    }
-    @exclusivity(unchecked) private var contextAnchor: Unmanaged<WeakAnchor<ManagedObjectContext>>?
+    /// As in Core Data, the object does not keep its context alive; here the
+    /// reference is `weak`, so it turns nil when the context goes, whatever thread
+    /// lets the context go.
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
 
-    /// Fires the fault through the object's context, if it has one. Neither the
-    /// context nor its anchor is retained for the call (two atomic operations
-    /// each): the object is used on the context's queue, where whoever uses it
-    /// keeps the context alive, and the context keeps its anchor.
+    /// Fires the fault through the object's context, if it has one.
     @inline(__always)
     func fireFaultInContext() {
-        _ = contextAnchor?._withUnsafeGuaranteedRef { anchor in anchor.withTarget { $0.fireFault(self) } }
+        managedObjectContext?.fireFault(self)
     }
 
     /// The values, indexed like `entity.allProperties`; nil while a fault.
@@ -90,7 +74,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             yield &currentValues
         }
     }
-    @exclusivity(unchecked) private var currentValues: RowValues?
+    @exclusivity(unchecked) private var currentValues: RowValues?  // unchecked: context queue only, never held across a call
 
     /// A row's values and version as an object keeps them: the row's ID is the
     /// object's own, so an object is smaller and a save touches less memory.
@@ -130,7 +114,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// The committed row; while the object is a fault, its fault row (a fault has
     /// no committed row, and an object with values no fault row: one field for
     /// both keeps every object 24 bytes smaller).
-    @exclusivity(unchecked) private var keptRow: KeptRow?
+    @exclusivity(unchecked) private var keptRow: KeptRow?  // unchecked: context queue only, never held across a call
 
     /// Loads a row: `values` become both the current and the committed values.
     func loadRow(_ values: consuming RowValues, version: Int64) {
@@ -193,10 +177,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
     /// The values when the current event began, for `changedValuesForCurrentEvent()`;
     /// the current event's only while `eventNumber` is the context's.
-    @exclusivity(unchecked) var eventStart: RowValues?
+    @exclusivity(unchecked) var eventStart: RowValues?  // unchecked: context queue only, never held across a call
     /// The number of the context event `eventStart` is from (see
     /// `ManagedObjectContext.eventNumber`); 0 for none.
-    @exclusivity(unchecked) var eventNumber = 0
+    @exclusivity(unchecked) var eventNumber = 0  // unchecked: context queue only, never held across a call
     /// A fault's row as fetched, and the coordinator's row generation when the
     /// fetch began (see `ManagedObjectContext.makeFault`). Kept in `keptRow`, which
     /// a fault does not otherwise use; nil for an object with values.
@@ -208,21 +192,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             keptRow = newValue
         }
     }
-    @exclusivity(unchecked) var faultRowGeneration = -1
-    /// The object's slot in its context's registry, marked dead when the object
-    /// goes (see `ObjectRegistry`).
-    var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference? {
-        get { slotPage.map { .init(page: $0, number: slotNumber) } }
-        set {
-            // The reference's page is retained here, by hand (see `SlotReference`).
-            _ = newValue?.page.retain()
-            slotPage?.release()
-            slotPage = newValue?.page
-            slotNumber = newValue?.number ?? 0
-        }
-    }
-    /// The page of the object's registry slot, retained; its number is `slotNumber`.
-    @exclusivity(unchecked) private var slotPage: Unmanaged<ManagedObjectContext.ObjectRegistry.SlotPage>?
+    @exclusivity(unchecked) var faultRowGeneration = -1  // unchecked: context queue only, never held across a call
+    /// The object's slot in its context's registry while it is registered there
+    /// (see `ObjectRegistry`): read and written on the context's queue, and by the
+    /// object's deinit, which counts its death.
+    @exclusivity(unchecked) var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference?  // unchecked: context queue only, never held across a call
     /// What few objects need, out of line: every object is smaller, and its
     /// deinit has fewer references to release.
     final class Extras {
@@ -257,7 +231,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
             return ids.withUnsafeBufferPointer { mine in current.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress } }
         }
     }
-    @exclusivity(unchecked) private var extras: Extras?
+    @exclusivity(unchecked) private var extras: Extras?  // unchecked: context queue only, never held across a call
     private var madeExtras: Extras {
         if let extras { return extras }
         let made = Extras()
@@ -284,14 +258,8 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
-        // The entity is pinned and its ID made through an unretained reference:
-        // the argument's own reference then moves into `entity`, where a direct
-        // use cost a retain and a release of it (the entity all of a fetch's
-        // objects share).
-        let unretained = Unmanaged.passUnretained(entity)
-        unretained._withUnsafeGuaranteedRef { $0.pinForObjectIDs() }
-        self.objectID = ObjectID(temporaryForPinned: unretained)
-        self.entity = consume entity
+        self.storedObjectID = ObjectID(temporaryFor: entity)
+        self.entity = entity
         ManagedObjectClasses.register(type(of: self))
         if let context {
             context.insert(self)
@@ -311,11 +279,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     deinit {
-        contextAnchor?.release()
-        if let page = slotPage {
-            ManagedObjectContext.ObjectRegistry.SlotReference(page: page, number: slotNumber).markDead(self)
-            page.release()
-        }
+        // Runs on whatever thread lets the object go: it touches only the object's
+        // own fields and thread-safe state (an atomic count, the row cache's lock).
+        if let slot = registrySlot { slot.page.deaths.died(root: slot.root) }
         rowCacheOwner?.releaseRow(objectID)
     }
 

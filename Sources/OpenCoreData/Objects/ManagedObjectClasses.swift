@@ -12,14 +12,14 @@ import Synchronization
 /// ManagedObjectClasses.register(Mood.self, Country.self, Continent.self)
 /// ```
 public enum ManagedObjectClasses {
-    private static let classes = Mutex<[String: ManagedObject.Type]>([:])
+    private static let classes = Lock<[String: ManagedObject.Type]>([:])
     /// Bumped by every registration that adds a class: an entity's resolved class
     /// (cached on the entity) is valid while the generation is unchanged.
     private static let generation = Atomic<Int>(0)
-    private static let models = Mutex<[WeakModel]>([])
+    private static let models = Lock<[WeakModel]>([])
     /// The classes registered already: every new object registers its class, and
     /// naming a class (reflection) costs far more than this lookup.
-    private static let registered = Mutex<Set<ObjectIdentifier>>([])
+    private static let registered = Lock<Set<ObjectIdentifier>>([])
     /// The class registered last, by identity (0 for none): stored once the class
     /// is in `classes`.
     private static let lastRegistered = Atomic<UInt>(0)

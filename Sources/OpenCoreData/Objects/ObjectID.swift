@@ -22,33 +22,26 @@ private let temporaryIDCounter = Atomic<UInt64>(0)
 /// let moodOnAnotherContext = try backgroundContext.existingObject(with: id)
 /// ```
 public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
-    /// The entity of the object.
-    ///
-    /// Held unretained: an entity an ID is made for lives as long as the process
-    /// (`EntityDescription.pinForObjectIDs()`), so an ID is plain data, copied
-    /// without reference counting. Hashing and equality borrow it (no retain).
-    public var entity: EntityDescription { entityReference.takeUnretainedValue() }
-    /// The entity's address: tells one entity from another without touching its
-    /// reference count.
-    var entityAddress: UnsafeMutableRawPointer { entityReference.toOpaque() }
-    /// Calls `body` with the entity borrowed: no retain and release around it
-    /// (the entity lives as long as the process, see above).
+    /// The entity of the object. The ID keeps it alive: an ID is `Sendable` and may
+    /// outlive the model, the contexts and the coordinator it came from.
+    public let entity: EntityDescription
+    /// Whether the ID's entity is `entity` (identity, not name).
+    @inline(__always)
+    func hasEntity(_ entity: EntityDescription) -> Bool { self.entity === entity }
+    /// Calls `body` with the entity.
     @inline(__always)
     func withEntity<Result>(_ body: (EntityDescription) -> Result) -> Result {
-        entityReference._withUnsafeGuaranteedRef(body)
+        body(entity)
     }
-    private let entityReference: Unmanaged<EntityDescription>
     /// The identifier (UUID) of the store holding the object; nil while temporary.
     public var storeIdentifier: String? {
         if case .temporary = key { return nil }
         return storeName.identifier
     }
-    /// The store identifier, interned ("" while temporary). IDs are copied on every
-    /// path (rows, the uniquing table, change sets): held `unowned(unsafe)`, an
-    /// interned name costs a copy nothing, where a `String` cost a retain and a
-    /// release of its storage (the identifier is a 36-character UUID), and
-    /// compares by identity. Interned names live as long as the process.
-    private unowned(unsafe) let storeName: StoreName
+    /// The store identifier, interned ("" while temporary): one object per
+    /// identifier, compared by identity, where a `String` would be compared by its
+    /// 36 characters (a UUID).
+    private let storeName: StoreName
     /// The interned store name's identity (nil while temporary): two permanent IDs
     /// are of the same store exactly when these are equal, compared without
     /// touching the identifier string.
@@ -58,21 +51,37 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     }
     let key: Key
 
-    /// A store identifier, interned: one object per distinct identifier, kept for
-    /// the life of the process (stores make one each; so does the public
-    /// initializer, for the identifiers it is given).
+    /// A store identifier, interned: one object per distinct identifier while any
+    /// ID or store holds it (stores make one each; so does the public initializer,
+    /// for the identifiers it is given). The table holds names weakly and drops
+    /// the dead ones as it grows, so a process that opens many stores one after
+    /// another does not keep their names.
     final class StoreName: Sendable {
         let identifier: String
         private init(_ identifier: String) { self.identifier = identifier }
 
-        private static let table = Mutex<[String: StoreName]>([:])
+        private struct Entry {
+            weak var name: StoreName?
+        }
+
+        private struct Table {
+            var entries: [String: Entry] = [:]
+            /// The size past which dead entries are dropped.
+            var limit = 64
+        }
+
+        private static let table = Lock(Table())
 
         /// The interned name of `identifier`.
         static func named(_ identifier: String) -> StoreName {
             table.withLock { table in
-                if let name = table[identifier] { return name }
+                if let name = table.entries[identifier]?.name { return name }
                 let name = StoreName(identifier)
-                table[identifier] = name
+                table.entries[identifier] = Entry(name: name)
+                if table.entries.count > table.limit {
+                    table.entries = table.entries.filter { $0.value.name != nil }
+                    table.limit = Swift.max(64, 2 * table.entries.count)
+                }
                 return name
             }
         }
@@ -109,14 +118,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     /// A new temporary ID for an inserted object.
     init(temporaryFor entity: EntityDescription) {
-        entity.pinForObjectIDs()
-        self.init(temporaryForPinned: Unmanaged.passUnretained(entity))
-    }
-
-    /// ``init(temporaryFor:)`` for an entity already pinned, given unretained (a
-    /// new object's: no reference counting on the entity for its ID).
-    init(temporaryForPinned entity: Unmanaged<EntityDescription>) {
-        self.entityReference = entity
+        self.entity = entity
         self.storeName = StoreName.none
         self.key = .temporary(temporaryIDCounter.add(1, ordering: .relaxed).newValue)
     }
@@ -129,17 +131,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The permanent ID of the row `primaryKey` of `entity` in the store named
     /// `store` (stores keep their interned name: no lookup per row).
     init(entity: EntityDescription, store: StoreName, primaryKey: Int64) {
-        entity.pinForObjectIDs()
-        self.entityReference = Unmanaged.passUnretained(entity)
-        self.storeName = store
-        self.key = .permanent(primaryKey)
-    }
-
-    /// ``init(entity:store:primaryKey:)`` for an entity already pinned
-    /// (``EntityDescription/pinForObjectIDs()``): row readers pin their entities
-    /// once, not once per row.
-    init(pinnedEntity entity: Unmanaged<EntityDescription>, store: StoreName, primaryKey: Int64) {
-        self.entityReference = entity
+        self.entity = entity
         self.storeName = store
         self.key = .permanent(primaryKey)
     }
@@ -180,7 +172,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
         lhs.key == rhs.key && lhs.storeName === rhs.storeName
-            && (lhs.entityReference.toOpaque() == rhs.entityReference.toOpaque() || lhs.entity.name == rhs.entity.name)
+            && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -188,7 +180,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case .permanent(let pk): hasher.combine(pk)
         case .temporary(let number): hasher.combine(number)
         }
-        hasher.combine(entityReference._withUnsafeGuaranteedRef(\.nameHash))
+        hasher.combine(entity.nameHash)
     }
 
     /// The hash sets and dictionaries use: the key and the entity name's hash
@@ -204,7 +196,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case .permanent(let pk): x = UInt64(bitPattern: pk)
         case .temporary(let number): x = number ^ 0xA5A5_A5A5_A5A5_A5A5
         }
-        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(entityReference._withUnsafeGuaranteedRef(\.nameHash)))
+        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(entity.nameHash))
         return splitMix64Hash(x, seed: seed)
     }
 

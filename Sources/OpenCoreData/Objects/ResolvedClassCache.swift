@@ -29,7 +29,7 @@ struct ResolvedClassCache: ~Copyable, Sendable {
     /// The address of the latest entry (0 for none).
     private let latest = Atomic<UInt>(0)
     /// Every entry made, owned here: freed with the cache.
-    private let entries = Mutex<[UnsafeMutablePointer<Entry>]>([])
+    private let entries = Lock<[UnsafeMutablePointer<Entry>]>([])
 
     init() {}
 

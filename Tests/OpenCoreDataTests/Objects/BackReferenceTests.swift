@@ -3,8 +3,8 @@ import Foundation
 import Testing
 
 /// Back references (object → context, property → entity, entity → model and
-/// superentity) go through `WeakAnchor` instead of `weak`: they must still behave
-/// like weak references, turning nil when their target goes.
+/// superentity, relationship → destination and inverse) are `weak`: they turn nil
+/// when their target goes, and keep no model, entity or context alive.
 @Suite("Back references behave as weak references")
 struct BackReferenceTests {
     private func personModel() throws -> ManagedObjectModel {
@@ -33,22 +33,22 @@ struct BackReferenceTests {
         #expect(person.value(forKey: "name") as? String == "Grace")
     }
 
-    @Test("Objects hold their context's anchor by hand: it goes with the last holder, and a fault outliving its context stays a fault")
-    func anchorHeldByObjects() throws {
+    @Test("A context goes while its objects live on: a fault outliving its context stays a fault")
+    func contextFreedBeforeObjects() throws {
         let model = try personModel()
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         _ = try coordinator.addPersistentStore(type: .inMemory)
         let entity = try #require(model.entitiesByName["Person"])
-        weak var anchor: WeakAnchor<ManagedObjectContext>?
+        weak var weakContext: ManagedObjectContext?
         var context: ManagedObjectContext? = ManagedObjectContext(concurrencyType: .privateQueue)
         context?.persistentStoreCoordinator = coordinator
-        anchor = context?.weakAnchor
+        weakContext = context
         var kept: ManagedObject? = try context.map { context in
             try context.performAndWait {
                 let person = ManagedObject(entity: entity, insertInto: context)
                 person.setValue("Ada", forKey: "name")
                 try context.save()
-                // Registered, unregistered and registered again: one reference each time.
+                // Registered, unregistered and registered again.
                 context.reset()
                 let fault = context.object(with: person.objectID)
                 #expect(fault.isFault && fault.managedObjectContext === context)
@@ -56,14 +56,13 @@ struct BackReferenceTests {
             }
         }
         context = nil
-        // The object still holds the anchor; the anchor no longer has its target.
-        #expect(anchor != nil)
+        // Objects do not keep their context alive.
+        #expect(weakContext == nil)
         #expect(kept?.managedObjectContext == nil)
         // Reading the fault without a context fires nothing and does not crash.
         #expect(kept?.value(forKey: "name") == nil)
         #expect(kept?.isFault == true)
         kept = nil
-        #expect(anchor == nil)
     }
 
     @Test("Properties and entities outliving their owners see nil owners")
@@ -85,21 +84,21 @@ struct BackReferenceTests {
         #expect(sub.superentity == nil)
     }
 
-    @Test("An object ID outliving its model, store and context still names its entity")
+    @Test("An object ID outliving its model, store and context still names its entity, and frees it when it goes")
     func objectIDOutlivesModel() throws {
-        // IDs hold their entity unretained: the entity an ID was made for is
-        // pinned for the life of the process.
+        // IDs hold their entity: the entity lives as long as an ID names it, and
+        // not longer (a server that opens many stores gets their models back).
         var ids: [ObjectID] = []
         weak var usedEntity: EntityDescription?
         weak var unusedEntity: EntityDescription?
         weak var weakModel: ManagedObjectModel?
         do {
             let model = try ManagedObjectModel {
-                Entity("Pinned", className: "ManagedObject") { Attribute("name", .string) }
+                Entity("Kept", className: "ManagedObject") { Attribute("name", .string) }
                 Entity("Unused", className: "ManagedObject") { Attribute("name", .string) }
             }
             weakModel = model
-            let entity = try #require(model.entitiesByName["Pinned"])
+            let entity = try #require(model.entitiesByName["Kept"])
             usedEntity = entity
             unusedEntity = model.entitiesByName["Unused"]
             let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
@@ -117,19 +116,20 @@ struct BackReferenceTests {
         #expect(weakModel == nil)
         #expect(unusedEntity == nil)
         #expect(usedEntity != nil)
-        #expect(ids.map(\.entity.name) == ["Pinned", "Pinned"])
-        #expect(ids[1].uriRepresentation().absoluteString == "x-coredata://STORE/Pinned/p42")
+        #expect(ids.map(\.entity.name) == ["Kept", "Kept"])
+        #expect(ids[1].uriRepresentation().absoluteString == "x-coredata://STORE/Kept/p42")
         #expect(ids[1] == ObjectID(entity: ids[1].entity, storeIdentifier: "STORE", primaryKey: 42))
         #expect(Set(ids).count == 2)
+        ids = []
+        #expect(usedEntity == nil)
     }
 
-    @Test("A frozen model's relationships keep their destination and inverse, which outlive the model")
-    func frozenRelationshipsOutliveModel() throws {
-        let items: RelationshipDescription
-        let owner: RelationshipDescription
+    @Test("A frozen model's relationships resolve while the model lives; every entity goes with it")
+    func frozenRelationshipsGoWithModel() throws {
         weak var weakModel: ManagedObjectModel?
-        weak var unrelated: EntityDescription?
-        weak var itemEntity: EntityDescription?
+        weak var owner: EntityDescription?
+        weak var item: EntityDescription?
+        weak var items: RelationshipDescription?
         do {
             let model = try ManagedObjectModel {
                 Entity("Owner", className: "ManagedObject") {
@@ -140,28 +140,45 @@ struct BackReferenceTests {
                     Attribute("name", .string)
                     Relationship("owner", to: "Owner", inverse: "items")
                 }
-                Entity("Loner", className: "ManagedObject") { Attribute("name", .string) }
             }
             weakModel = model
-            unrelated = model.entitiesByName["Loner"]
-            itemEntity = model.entitiesByName["Item"]
-            items = try #require(model.entitiesByName["Owner"]?.relationshipsByName["items"])
-            owner = try #require(model.entitiesByName["Item"]?.relationshipsByName["owner"])
+            owner = model.entitiesByName["Owner"]
+            item = model.entitiesByName["Item"]
+            let itemsRelationship = try #require(owner?.relationshipsByName["items"])
+            let ownerRelationship = try #require(item?.relationshipsByName["owner"])
+            items = itemsRelationship
             try model.freeze()
-            #expect(items.destinationEntity === itemEntity)
-            #expect(items.inverseRelationship === owner)
-            #expect(owner.inverseRelationship === items)
+            #expect(itemsRelationship.destinationEntity === item)
+            #expect(itemsRelationship.inverseRelationship === ownerRelationship)
+            #expect(ownerRelationship.inverseRelationship === itemsRelationship)
+            #expect(ownerRelationship.entity === item)
         }
-        // The model is gone; the entities relationships point to are kept, with
-        // their relationships; an entity nothing points to is freed.
+        // No reference cycle keeps a model's parts: all of them are freed.
         #expect(weakModel == nil)
-        #expect(unrelated == nil)
-        #expect(itemEntity != nil)
-        #expect(items.destinationEntity?.name == "Item")
-        #expect(items.inverseRelationship?.name == "owner")
-        #expect(owner.destinationEntity?.name == "Owner")
-        #expect(owner.inverseRelationship === items)
-        #expect(items.entity?.name == "Owner")
-        #expect(owner.entity === itemEntity)
+        #expect(owner == nil)
+        #expect(item == nil)
+        #expect(items == nil)
+    }
+
+    @Test("A relationship kept after its model went sees no destination")
+    func relationshipOutlivesModel() throws {
+        let items: RelationshipDescription
+        do {
+            let model = try ManagedObjectModel {
+                Entity("Owner", className: "ManagedObject") {
+                    Relationship("items", to: "Item", inverse: "owner", toMany: true)
+                }
+                Entity("Item", className: "ManagedObject") {
+                    Relationship("owner", to: "Owner", inverse: "items")
+                }
+            }
+            items = try #require(model.entitiesByName["Owner"]?.relationshipsByName["items"])
+            try model.freeze()
+            #expect(items.destinationEntity?.name == "Item")
+        }
+        #expect(items.entity == nil)
+        #expect(items.destinationEntity == nil)
+        #expect(items.inverseRelationship == nil)
+        #expect(items.name == "items")
     }
 }

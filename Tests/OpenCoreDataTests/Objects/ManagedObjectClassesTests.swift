@@ -96,23 +96,4 @@ struct ManagedObjectClassesTests {
             #expect(values == [1, 2, 3, 4, 5])
         }
     }
-
-    #if os(Linux)
-    @Test("A managed object fits a 160-byte block of memory (the slot number in the flags' spare bytes)")
-    func objectSize() throws {
-        let model = try self.model(className: "ManagedObject")
-        let entity = try #require(model.entitiesByName["Widget"])
-        let object = ManagedObject(entity: entity, insertInto: nil)
-        // glibc's usable size of a 160-byte block is 152; a 176-byte block, 168.
-        let usable = glibcUsableSize(Unmanaged.passUnretained(object).toOpaque())
-        #expect(usable == 152)
-        withExtendedLifetime(object) {}
-    }
-    #endif
 }
-
-#if os(Linux)
-/// glibc's `malloc_usable_size` (declared in `malloc.h`, which the Glibc module leaves out).
-@_silgen_name("malloc_usable_size")
-private func glibcUsableSize(_ pointer: UnsafeMutableRawPointer) -> Int
-#endif

@@ -38,7 +38,7 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// Creates an empty in-memory store for `model`.
     public init(model: ManagedObjectModel, configurationName: String? = nil, identifier: String = UUID().uuidString,
@@ -56,7 +56,7 @@ public final class InMemoryStore: PersistentStore {
             "NSStoreModelVersionHashes": .dictionary(model.entityVersionHashesByName.mapValues { .data($0) }),
             "NSStoreModelVersionIdentifiers": .array(model.versionIdentifiers.sorted().map { .string($0) }),
         ]
-        self.state = Mutex(initial)
+        self.state = Lock(initial)
     }
 
     public var metadata: [String: AttributeValue] {

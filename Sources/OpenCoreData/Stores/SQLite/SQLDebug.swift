@@ -49,7 +49,7 @@ public enum SQLDebug {
         var level: Int
         var output: @Sendable (String) -> Void
     }
-    private static let override = Mutex<Override?>(nil)
+    private static let override = Lock<Override?>(nil)
 
     /// Runs `body` with SQL debug output at `level`, written to `output` as lines
     /// like `CoreData: sql: SELECT ...` instead of the log — for tools and demos

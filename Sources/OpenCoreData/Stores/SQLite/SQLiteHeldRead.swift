@@ -1,6 +1,7 @@
 import Dispatch
 import GRDB
 import GRDBSQLite
+import OpenCoreDataCSupport
 import Synchronization
 
 /// Keeps the read transaction of a SQLite store's connection open from one
@@ -24,13 +25,12 @@ import Synchronization
 /// milliseconds, so that an idle store never keeps the log from being checkpointed.
 /// Stores not in WAL mode (whose readers block writers) never hold.
 ///
-/// Every method but the idle timer's is called on the store's database queue. The
-/// timer never touches the queue (it could then hold the connection's last
-/// reference, and close it late, on its own thread): it takes the state's lock, and
-/// gives the hold up only while no read is running (a read marks itself in the state
-/// between ``prepareRead(_:)`` and ``finishRead()``); the next read waits for that
-/// lock first. The store closes the hold in its `deinit`, so that its connection
-/// closes there, at once.
+/// Every method is called on the store's database queue, the idle timer's too:
+/// a connection is used by one thread at a time, and the statement the hold keeps
+/// is the connection's. The timer holds the queue weakly and goes through it
+/// (``attach(_:)``); a store gone meanwhile leaves it nothing to do. The store
+/// closes the hold in its `deinit`, on the queue, so that its connection closes
+/// there, at once.
 final class SQLiteHeldRead: Sendable {
     /// The write-ahead log's index header: 48 bytes, twice (SQLite writes the
     /// second copy, then the first; a reader compares them).
@@ -38,13 +38,14 @@ final class SQLiteHeldRead: Sendable {
         var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
                     UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
+        /// Reads both copies from shared memory, word by word with atomic loads
+        /// (SQLite's writers change them while this reads: see
+        /// `ocd_load_shared_word`). The copies are compared, so a torn read is
+        /// seen as unsettled or as a change.
         init(_ memory: UnsafeRawPointer) {
-            words = (memory.load(fromByteOffset: 0, as: UInt64.self), memory.load(fromByteOffset: 8, as: UInt64.self),
-                     memory.load(fromByteOffset: 16, as: UInt64.self), memory.load(fromByteOffset: 24, as: UInt64.self),
-                     memory.load(fromByteOffset: 32, as: UInt64.self), memory.load(fromByteOffset: 40, as: UInt64.self),
-                     memory.load(fromByteOffset: 48, as: UInt64.self), memory.load(fromByteOffset: 56, as: UInt64.self),
-                     memory.load(fromByteOffset: 64, as: UInt64.self), memory.load(fromByteOffset: 72, as: UInt64.self),
-                     memory.load(fromByteOffset: 80, as: UInt64.self), memory.load(fromByteOffset: 88, as: UInt64.self))
+            func word(_ offset: Int) -> UInt64 { UInt64(ocd_load_shared_word(memory + offset)) }
+            words = (word(0), word(8), word(16), word(24), word(32), word(40),
+                     word(48), word(56), word(64), word(72), word(80), word(88))
         }
 
         /// Both copies equal and initialized (`isInit`, byte 12 of each copy).
@@ -84,15 +85,22 @@ final class SQLiteHeldRead: Sendable {
         /// had changed (for tests).
         var holdsBegun = 0
         var holdsInvalidated = 0
+        /// The store's database queue, for the idle timer.
+        weak var queue: DatabaseQueue?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// How long the connection may stay idle before the hold is given up (tests set
     /// it longer, to look at a hold between reads).
     var idleRelease: DispatchTimeInterval {
         get { state.withLock { $0.idleRelease } }
         set { state.withLock { $0.idleRelease = newValue } }
+    }
+
+    /// The store's database queue: the idle timer gives the hold up through it.
+    func attach(_ queue: DatabaseQueue) {
+        state.withLock { $0.queue = queue }
     }
 
     /// Before a single-statement read on `db` (the store's connection, on its
@@ -181,18 +189,25 @@ final class SQLiteHeldRead: Sendable {
     private func scheduleIdleCheck() {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + idleRelease) { [weak self] in
             guard let self else { return }
-            let again = self.state.withLock { state -> Bool in
-                if state.header != nil, state.reads != 0 || state.isReading {
-                    state.reads = 0
-                    return true
-                }
-                // The connection is idle, and the next read waits for this lock.
-                Self.end(&state)
-                state.reads = 0
-                state.isTimerScheduled = false
-                return false
-            }
+            guard let queue = self.state.withLock({ $0.queue }) else { return }
+            // On the connection's queue: nothing else uses the connection meanwhile.
+            let again = queue.unsafeReentrantWrite { _ in self.checkIdle() }
             if again { self.scheduleIdleCheck() }
+        }
+    }
+
+    /// Gives the hold up if no read ran since the last look; whether to look again.
+    private func checkIdle() -> Bool {
+        state.withLock { state -> Bool in
+            if state.header != nil, state.reads != 0 || state.isReading {
+                state.reads = 0
+                return true
+            }
+            // The connection is idle: the hold goes.
+            Self.end(&state)
+            state.reads = 0
+            state.isTimerScheduled = false
+            return false
         }
     }
 

@@ -42,9 +42,9 @@ final class SQLiteRowReader {
     /// The plan of the last row's entity number, read field by field from the
     /// reader itself: plain values, so a row takes no reference to its plan, its
     /// slots or its entity (each was an atomic retain and release per row).
-    @exclusivity(unchecked) private var lastNumber: Int?
-    @exclusivity(unchecked) private var lastSlots = UnsafeBufferPointer<Slot>(start: nil, count: 0)
-    @exclusivity(unchecked) private var lastEntity: Unmanaged<EntityDescription>?
+    @exclusivity(unchecked) private var lastNumber: Int?  // unchecked: one reader per statement, used under its lock
+    @exclusivity(unchecked) private var lastSlots = UnsafeBufferPointer<Slot>(start: nil, count: 0)  // unchecked: one reader per statement, used under its lock
+    @exclusivity(unchecked) private var lastEntity: Unmanaged<EntityDescription>?  // unchecked: one reader per statement, used under its lock
 
     /// Where the value of one property comes from, for rows of one entity. Plain
     /// data (its plan keeps the descriptions it names alive), so reading a slot
@@ -57,8 +57,6 @@ final class SQLiteRowReader {
         case attribute(column: Int, attribute: Unmanaged<AttributeDescription>)
         /// A to-one relationship: its destination's key, and the column of the
         /// destination's entity number when the destination has subentities.
-        /// The declared destination is pinned for object IDs (see
-        /// ``EntityDescription/pinForObjectIDs()``).
         case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<EntityDescription>)
     }
 
@@ -80,13 +78,11 @@ final class SQLiteRowReader {
     /// of the right size (no copy of a template array to overwrite). It owns its
     /// slots and keeps alive the descriptions they name.
     private final class Plan {
-        /// Pinned for object IDs.
         let entity: EntityDescription
         let slots: UnsafeMutableBufferPointer<Slot>
         private let described: [AnyObject]
 
         init(entity: EntityDescription, slots: [Slot], described: [AnyObject]) {
-            entity.pinForObjectIDs()
             self.entity = entity
             self.slots = .allocate(capacity: slots.count)
             _ = self.slots.initialize(from: slots)
@@ -174,7 +170,6 @@ final class SQLiteRowReader {
         for (index, keyColumn) in keyColumns {
             guard let relationship = properties[index] as? RelationshipDescription,
                   let declared = relationship.destinationEntity else { continue }
-            declared.pinForObjectIDs()
             described.append(declared)
             slots[index] = .toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], declared: .passUnretained(declared))
         }
@@ -204,7 +199,7 @@ final class SQLiteRowReader {
         // to decode leaves the row's earlier values in the page (destroyed with it).
         let (page, start) = pages.beginRow(width: slots.count)
         for slot in slots { page.append(try value(of: slot, from: columns, entity: entity)) }
-        return RowSnapshot(objectID: ObjectID(pinnedEntity: entity, store: storeName, primaryKey: pk),
+        return RowSnapshot(objectID: ObjectID(entity: entity.takeUnretainedValue(), store: storeName, primaryKey: pk),
                            version: version, rowValues: RowValues(page: page, start: start, count: slots.count))
     }
 
@@ -226,7 +221,7 @@ final class SQLiteRowReader {
                let destination = self.entity(forNumber: Int(truncatingIfNeeded: number)) {
                 return .toOne(ObjectID(entity: destination, store: storeName, primaryKey: key))
             }
-            return .toOne(ObjectID(pinnedEntity: declared, store: storeName, primaryKey: key))
+            return .toOne(ObjectID(entity: declared.takeUnretainedValue(), store: storeName, primaryKey: key))
         }
     }
 }

@@ -50,7 +50,7 @@ public final class SQLiteStore: PersistentStore {
     let remoteChanges: RemoteChangeObserver?
     /// The statements reading to-many destination rows, by source entity, relationship
     /// and number of source keys.
-    let relatedRowsQueries = Mutex<[RowQueryKey: RowQuery]>([:])
+    let relatedRowsQueries = Lock<[RowQueryKey: RowQuery]>([:])
 
     /// What a cached row statement is for: an entity (and a relationship of it, for
     /// related rows) by identity, and how many keys it binds. Hashing it hashes
@@ -62,7 +62,7 @@ public final class SQLiteStore: PersistentStore {
     }
     /// Primary keys reserved in `Z_PRIMARYKEY` and not handed out yet, by root
     /// entity number (see ``newObjectIDs(for:count:)``).
-    let reservedPrimaryKeys = Mutex<[Int: Range<Int64>]>([:])
+    let reservedPrimaryKeys = Lock<[Int: Range<Int64>]>([:])
     /// The statements of saves, kept from one save to the next (SQLiteStore+Saving.swift).
     let savePlans = SQLiteSavePlans()
     /// How many primary keys a reservation takes at least: small saves then do not
@@ -80,7 +80,7 @@ public final class SQLiteStore: PersistentStore {
         /// The store's connection (see ``SQLiteStore/connection``).
         private let connection: ObjectIdentifier
         /// Held while the statement and reader are used.
-        private let lock = Mutex(State())
+        private let lock = Lock(State())
         // The reader (a class with mutable plan caches) is only used while `lock` is
         // held, in rows(_:keys:_:): that is what makes sharing it safe.
         private nonisolated(unsafe) let reader: SQLiteRowReader
@@ -166,7 +166,7 @@ public final class SQLiteStore: PersistentStore {
     }
     /// The statements reading rows of an entity by primary key, by entity and number
     /// of keys (the entities are the store's model's, alive as long as the store).
-    let rowQueries = Mutex<[RowQueryKey: RowQuery]>([:])
+    let rowQueries = Lock<[RowQueryKey: RowQuery]>([:])
 
     /// Store options, as Core Data names them.
     public enum Option {
@@ -218,6 +218,7 @@ public final class SQLiteStore: PersistentStore {
         do {
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
             connection = queue.inDatabase { ObjectIdentifier($0) }
+            heldRead.attach(queue)
             let (metadata, schema, hasHistory) = try queue.read { db -> ([String: Any], SQLiteSchema, Bool) in
                 let metadata = try SQLiteStoreMetadata.read(from: db, url: url)
                 try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
@@ -259,8 +260,9 @@ public final class SQLiteStore: PersistentStore {
     }
 
     deinit {
-        // Before the connection closes (it closes when `queue` goes, right after).
-        heldRead.close()
+        // Before the connection closes (it closes when `queue` goes, right after),
+        // on the connection's queue, as every use of the connection.
+        queue.unsafeReentrantWrite { _ in heldRead.close() }
     }
 
     // MARK: Reading

@@ -44,11 +44,11 @@ public final class ValueTransformerRegistry: Sendable {
         "NSKeyedUnarchiveFromDataTransformerName": keyedUnarchiveFromDataTransformerName,
     ]
 
-    private let transformers: Mutex<[String: AttributeValueTransformer]>
+    private let transformers: Lock<[String: AttributeValueTransformer]>
 
     /// A registry holding the built-in transformers.
     public init() {
-        transformers = Mutex([
+        transformers = Lock([
             AttributeValueTransformer.secureUnarchiveFromData.name: .secureUnarchiveFromData,
             AttributeValueTransformer.keyedUnarchiveFromData.name: .keyedUnarchiveFromData,
         ])
