@@ -17,7 +17,7 @@ struct ContextQueueTests {
         let stack = try QueueStack()
         let context = stack.context()
         #expect(!context.isOnContextQueue)
-        let order = Mutex<[Int]>([])
+        let order = Lock<[Int]>([])
         for index in 0..<50 {
             enqueue(context) {
                 precondition(context.isOnContextQueue)
@@ -33,7 +33,7 @@ struct ContextQueueTests {
     func performResultsAndErrors() async throws {
         let stack = try QueueStack()
         let context = stack.context()
-        let changes = Mutex(0)
+        let changes = Lock(0)
         let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification,
                                                               object: context, queue: nil) { _ in changes.withLock { $0 += 1 } }
         defer { NotificationCenter.default.removeObserver(observer) }
@@ -75,7 +75,7 @@ struct ContextQueueTests {
     func scheduling() async throws {
         let stack = try QueueStack()
         let context = stack.context()
-        let log = Mutex<[String]>([])
+        let log = Lock<[String]>([])
         let gate = DispatchSemaphore(value: 0)
         // A block holds the queue until the perform below has been scheduled.
         enqueue(context) {

@@ -9,7 +9,7 @@ struct MergingTests {
     /// Saves `changes` in `writer` and merges the save's notification into `reader`.
     func saveAndMerge(_ writer: ManagedObjectContext, into reader: ManagedObjectContext,
                       _ changes: @escaping @Sendable () throws -> Void) async throws -> ContextSaveSummary {
-        let saved = Mutex<ContextSaveSummary?>(nil)
+        let saved = Lock<ContextSaveSummary?>(nil)
         let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification,
                                                               object: writer, queue: nil) { notification in
             let summary = ContextSaveSummary(didSaveNotification: notification)
@@ -30,7 +30,7 @@ struct MergingTests {
         let stack = try QueueStack(storeType: storeType)
         let writer = stack.context(name: "writer")
         let reader = stack.context(name: "reader")
-        let posted = Mutex<[(kind: String, save: ContextSaveSummary, hasObjects: Bool)]>([])
+        let posted = Lock<[(kind: String, save: ContextSaveSummary, hasObjects: Bool)]>([])
         func record(_ kind: String) -> @Sendable (Notification) -> Void {
             { notification in
                 guard let save = ContextSaveSummary(didSaveNotification: notification) else { return }
@@ -102,7 +102,7 @@ struct MergingTests {
             #expect((list.value(forKey: "items") as? Set<ManagedObject>)?.count == 3)
             holder.value = [list, milk, eggs]
         }
-        let changed = Mutex<[String: Set<ObjectID>]>([:])
+        let changed = Lock<[String: Set<ObjectID>]>([:])
         let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification,
                                                               object: reader, queue: nil) { notification in
             let info = notification.userInfo ?? [:]

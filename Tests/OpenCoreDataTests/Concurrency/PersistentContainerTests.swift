@@ -59,7 +59,7 @@ struct PersistentContainerTests {
         var missing = PersistentStoreDescription(url: folder.appendingPathComponent("absent.sqlite"))
         missing.isReadOnly = true
         container.persistentStoreDescriptions += [async, missing]
-        let results = Mutex<[String: String]>([:])
+        let results = Lock<[String: String]>([:])
         let done = DispatchSemaphore(value: 0)
         container.loadPersistentStores { description, error in
             results.withLock { $0[description.url?.lastPathComponent ?? "memory"] = error.map { "\($0)" } ?? "ok" }

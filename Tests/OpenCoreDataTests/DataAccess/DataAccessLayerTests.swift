@@ -24,7 +24,7 @@ extension DALUser: Managed {
 
 /// A data access layer that collects the errors it is handed.
 final class CollectingDataAccess: DataAccessLayer, @unchecked Sendable {
-    let errors = Mutex<[String]>([])
+    let errors = Lock<[String]>([])
     override func handleError(_ error: any Error) {
         errors.withLock { $0.append(String(describing: error)) }
     }

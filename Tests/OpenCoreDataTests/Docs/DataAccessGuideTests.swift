@@ -16,7 +16,7 @@ extension GuideUser: Managed {
 }
 
 final class GuideSkopelosClient: DataAccessLayer, @unchecked Sendable {
-    let errors = Mutex<[String]>([])
+    let errors = Lock<[String]>([])
     override func handleError(_ error: any Error) {
         errors.withLock { $0.append("\(error)") }
     }

@@ -9,7 +9,7 @@ import OpenCoreDataPredicates
 /// fetches and batch requests for free.
 final class CountingStore: PersistentStore {
     let base: InMemoryStore
-    private let counts = Mutex([String: Int]())
+    private let counts = Lock([String: Int]())
 
     init(model: ManagedObjectModel) { base = InMemoryStore(model: model) }
 

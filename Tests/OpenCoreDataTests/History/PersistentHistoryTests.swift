@@ -422,7 +422,7 @@ struct PersistentHistoryTests {
         defer { SQLiteTestSupport.remove(watcher.url) }
         let writer = try Support.stack(model, url: watcher.url, options: Support.trackingOptions)
 
-        let received = Mutex<[(URL?, PersistentHistoryToken?)]>([])
+        let received = Lock<[(URL?, PersistentHistoryToken?)]>([])
         let observer = NotificationCenter.default.addObserver(forName: .persistentStoreRemoteChange, object: watcher.coordinator, queue: nil) { note in
             let url = note.userInfo?[PersistentStoreRemoteChangeKey.storeURL] as? URL
             let token = note.userInfo?[PersistentStoreRemoteChangeKey.historyToken] as? PersistentHistoryToken

@@ -55,7 +55,7 @@ struct ManagedObjectClassesTests {
     func concurrentReadersDuringRegistration() throws {
         let model = try model(className: "RacedRegisteredGadget")
         let entity = try #require(model.entitiesByName["Widget"])
-        let seen = Mutex<Set<ObjectIdentifier>>([])
+        let seen = Lock<Set<ObjectIdentifier>>([])
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             if worker == 3 { ManagedObjectClasses.register(RacedRegisteredGadget.self) }
             var local = Set<ObjectIdentifier>()

@@ -133,7 +133,7 @@ struct RealStoreTests {
         #expect(throws: CoreDataError.self) { try PersistentStoreCoordinator.validated(managedObjectModel: model) }
         let container = PersistentContainer(name: "Invalid", managedObjectModel: model)
         container.persistentStoreDescriptions = [PersistentStoreDescription(type: .inMemory)]
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = Lock<(any Error)?>(nil)
         container.loadPersistentStores { _, error in failure.withLock { $0 = error } }
         #expect(failure.withLock { $0 } is CoreDataError)
     }

@@ -125,7 +125,7 @@ struct SaveOrderTests {
 /// A managed object that records its tag when freed (see
 /// `savedObjectsFreedInCreationOrder`).
 final class FreeOrderProbe: ManagedObject {
-    static let freed = Mutex<[Int]>([])
+    static let freed = Lock<[Int]>([])
     var tag = -1
     deinit { let tag = tag; Self.freed.withLock { $0.append(tag) } }
 }
