@@ -22,6 +22,9 @@ struct MemoryReturnTests {
         }
     }
 
+    /// The stores are thrown away: no waiting for the disk.
+    static let noSync = ["pragma.synchronous": "OFF"]
+
     /// Creates a store with a model of its own, saves objects, reopens the store
     /// with the model read from its `Z_MODELCACHE`, reads them, and lets it all go.
     static func openAndClose(_ index: Int, in folder: URL) throws -> Made {
@@ -41,7 +44,7 @@ struct MemoryReturnTests {
             }
             made.model = model
             let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try coordinator.addPersistentStore(type: .sqlite, at: url, options: Self.noSync)
             let context = ManagedObjectContext(concurrencyType: .privateQueue)
             context.persistentStoreCoordinator = coordinator
             try context.performAndWait {
@@ -67,7 +70,7 @@ struct MemoryReturnTests {
             made.entity = model.entitiesByName["Tag"]
             let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
             made.coordinator = coordinator
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try coordinator.addPersistentStore(type: .sqlite, at: url, options: Self.noSync)
             let context = ManagedObjectContext(concurrencyType: .privateQueue)
             context.persistentStoreCoordinator = coordinator
             made.context = context
