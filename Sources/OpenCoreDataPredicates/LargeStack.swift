@@ -27,6 +27,7 @@ enum LargeStack {
 }
 
 /// The result handed from the large-stack thread back to the caller.
+// @unchecked Sendable: `result` is read and written under `lock` only.
 final class LargeStackOutcome<T>: @unchecked Sendable {
     private let lock = NSLock()
     private var result: Result<T, any Error>?

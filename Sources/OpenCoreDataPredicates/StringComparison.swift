@@ -213,6 +213,7 @@ enum StringComparison {
 
 /// Compiled regular expressions, shared and bounded, so that evaluating one predicate
 /// over many objects compiles its expression once.
+// @unchecked Sendable: its table is read and written under its lock only.
 final class RegexCache: @unchecked Sendable {
     static let shared = RegexCache()
 

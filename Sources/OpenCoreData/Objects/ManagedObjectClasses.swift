@@ -24,6 +24,7 @@ public enum ManagedObjectClasses {
     /// is in `classes`.
     private static let lastRegistered = Atomic<UInt>(0)
 
+    // @unchecked Sendable: only kept in `models`, under its lock; the model is frozen.
     private struct WeakModel: @unchecked Sendable {
         // Models are frozen (immutable) before they are registered; see PropertyDescription.
         weak var model: ManagedObjectModel?

@@ -72,6 +72,9 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
         private static let table = Lock(Table())
 
+        /// How many names the table holds, dead ones not yet dropped included.
+        static var tableCount: Int { table.withLock { $0.entries.count } }
+
         /// The interned name of `identifier`.
         static func named(_ identifier: String) -> StoreName {
             table.withLock { table in

@@ -93,6 +93,8 @@ final class RowPage: ManagedBuffer<RowPage.Header, SnapshotValue> {
 /// let copy = values                          // shares it
 /// values[0] = .attribute(.null)              // copies, then writes
 /// ```
+// @unchecked Sendable: a page shared by copies is never written (a write to a
+// shared page copies it first), so copies on other threads see immutable values.
 struct RowValues: RandomAccessCollection, MutableCollection, @unchecked Sendable {
     /// Nil for no values.
     private var page: RowPage?

@@ -5,7 +5,10 @@ import Testing
 
 /// A server that opens its users' stores, each with the model from its own
 /// `Z_MODELCACHE`, must get everything back when it closes them: the model, its
-/// entities, the coordinator, the store, the contexts and their objects.
+/// entities, the coordinator, the store, the contexts and their objects. (Whether
+/// anything else is kept is LeakSanitizer's to say: `.ci/sanitizers address`.
+/// The process's resident size is no measure here, with other suites running
+/// at the same time.)
 @Suite("Memory that comes back")
 struct MemoryReturnTests {
     /// Weak references to everything one opening made.
@@ -87,35 +90,21 @@ struct MemoryReturnTests {
         return made
     }
 
-    /// The process's resident memory, in bytes (Linux; nil elsewhere).
-    static func residentBytes() -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
-        let fields = text.split(separator: " ")
-        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-    }
-
     /// Under a sanitizer (whose runs are several times slower), fewer rounds.
     static var rounds: Int {
         let environment = ProcessInfo.processInfo.environment
         return environment["TSAN_OPTIONS"] != nil || environment["ASAN_OPTIONS"] != nil ? 200 : 1000
     }
 
-    @Test("1,000 stores opened and closed one after another, each with its own model: all freed, memory flat")
+    @Test("1,000 stores opened and closed one after another, each with its own model: everything freed")
     func manyStores() throws {
         let folder = try Fixtures.temporaryDirectory()
-        let rounds = Self.rounds
-        let warmUp = rounds / 10
-        var baseline: Int?
-        for index in 0..<rounds {
+        for index in 0..<Self.rounds {
             let made = try Self.openAndClose(index, in: folder)
             #expect(made.allGone, "round \(index): \(made)")
-            if index == warmUp { baseline = Self.residentBytes() }
         }
-        if let baseline, let end = Self.residentBytes() {
-            // Each opening made a model of its own (tens of kilobytes with its
-            // caches and hashes): kept, 1,000 of them grow the process by far more.
-            #expect(end - baseline < 16 << 20, "resident memory grew by \((end - baseline) >> 10) KiB")
-        }
+        // Each store had a UUID of its own: the interned names of the closed
+        // ones are dropped as the table grows (other tests' stores share it).
+        #expect(ObjectID.StoreName.tableCount < 1000)
     }
 }

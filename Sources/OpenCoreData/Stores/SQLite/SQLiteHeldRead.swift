@@ -67,12 +67,12 @@ final class SQLiteHeldRead: Sendable {
         /// (not in WAL mode, or no shared memory to read the header from).
         var canHold: Bool?
         /// The statement kept stepped while holding: it reads `Z_METADATA`'s one row.
-        nonisolated(unsafe) var statement: Statement?
+        nonisolated(unsafe) var statement: Statement?  // unsafe: used under the lock, on the connection's queue
         /// The header when the hold began (before it began).
         var header: IndexHeader?
         /// The shared memory's first region, where the header lies (valid while the
         /// connection is open and in WAL mode).
-        nonisolated(unsafe) var sharedMemory: UnsafeRawPointer?
+        nonisolated(unsafe) var sharedMemory: UnsafeRawPointer?  // unsafe: read with atomic loads only (IndexHeader)
         /// Reads since the idle timer last looked.
         var reads = 0
         /// A single-statement read is running on the connection.

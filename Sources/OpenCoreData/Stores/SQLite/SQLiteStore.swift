@@ -96,7 +96,7 @@ public final class SQLiteStore: PersistentStore {
             /// thousand instructions, paid by every fault. Statements on other
             /// connections (query generations') come from their own caches, which
             /// those connections finalize before they close.
-            nonisolated(unsafe) var statement: Statement?
+            nonisolated(unsafe) var statement: Statement?  // unsafe: used under `lock` only
         }
 
         /// A query whose rows are `Z_PK, Z_ENT` (or the constant `entityNumber`),
