@@ -47,14 +47,13 @@ struct RealStoreFuzzTests {
         return result
     }
 
-    @Test("Mutated model caches and .mom archives: load, validate, lay out, open: errors only")
+    @Test("Mutated model caches and .mom archives: load, validate, lay out, open: errors only", .timeLimit(.minutes(10)))
     func mutatedModels() throws {
         var generator = SeededGenerator(seed: 0x1532_0032)
         let archives = try Self.archives()
         #expect(archives.count == 3)
         let store = try Fixtures.copyStore(Self.bookmarks)
         defer { SQLiteTestSupport.remove(store) }
-        let started = Date()
         var outcomes = (passed: 0, failed: 0)
         for round in 0..<Self.modelRounds {
             // The Photos model (thousands of objects) one round in twenty: it is slow to decode.
@@ -81,7 +80,6 @@ struct RealStoreFuzzTests {
         }
         #expect(outcomes.passed + outcomes.failed == Self.modelRounds)
         #expect(outcomes.failed > 0 && outcomes.passed > 0)
-        #expect(Date().timeIntervalSince(started) < 30)
     }
 
     static let modelRounds = 240
@@ -108,14 +106,13 @@ struct RealStoreFuzzTests {
         }
     }
 
-    @Test("Mutated store schemas open with an error or not at all, with and without the model")
+    @Test("Mutated store schemas open with an error or not at all, with and without the model", .timeLimit(.minutes(10)))
     func mutatedSchemas() throws {
         var generator = SeededGenerator(seed: 0x5C4E_3A32)
         let sources: [(store: String, model: ManagedObjectModel)] = [
             (Self.bookmarks, try XcodeDataModel(contentsOf: Fixtures.url(RealStoreTests.bookmarksModel)).model(forVersion: "BookmarksModel 5")),
             (Self.moody, try XcodeDataModel(contentsOf: Fixtures.moodyModel).model(forVersion: "Moody 5")),
         ]
-        let started = Date()
         var outcomes = (opened: 0, refused: 0)
         for round in 0..<80 {
             let source = sources[round % sources.count]
@@ -147,6 +144,5 @@ struct RealStoreFuzzTests {
         }
         #expect(outcomes.opened + outcomes.refused == 160)
         #expect(outcomes.refused > 0)
-        #expect(Date().timeIntervalSince(started) < 30)
     }
 }
