@@ -77,6 +77,8 @@ struct CoreUndoManagerActionNameTests {
         #expect(manager.redoActionName == "Reapply")
         manager.redo()
         #expect(manager.undoActionName == "Revert")
+        // The handlers capture the manager that keeps them: break the cycle.
+        manager.removeAllActions()
     }
 
     @Test func nestedGroupsShareTheTopLevelName() {

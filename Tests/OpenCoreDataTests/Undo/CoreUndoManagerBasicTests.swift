@@ -88,6 +88,8 @@ struct CoreUndoManagerBasicTests {
         #expect(manager.canUndo)
         #expect(!manager.canRedo)
         #expect(!manager.isUndoing && !manager.isRedoing)
+        // The handlers capture the manager that keeps them: break the cycle.
+        manager.removeAllActions()
     }
 
     @Test func actionsInAGroupUndoInReverseOrder() {
