@@ -174,39 +174,32 @@ struct ObjectRegistryTests {
         }
     }
 
-    @Test("A large fetch whose objects all stay alive is not swept as the table grows; dropped, they are swept; deaths count from the last sweep, and from zero after a reset")
+    @Test("A large fetch's objects stay registered while alive and go when dropped; the table holds the live entries only once it grows again, and nothing after a reset")
     func aliveObjectsAreNotSwept() throws {
         try Self.withItems { context, entity in
             var items: [ManagedObject]? = try Self.refetchedItems(0..<10_000, context, entity)
             #expect(items?.count == 10_000)
-            // The table passed 4096 and 8192 entries, all alive: nothing to sweep.
-            #expect(context.registry.sweepCount == 0)
+            // The table passed 4096 and 8192 entries, all alive: all kept.
             #expect(context.registry.count == 10_000)
-            #expect(context.registry.deathsSinceSweep == 0)
             for item in items ?? [] { #expect(context.registeredObject(for: item.objectID) === item) }
             items = nil
-            #expect(context.registry.deathsSinceSweep == 10_000)
+            #expect(context.registeredObjects.isEmpty)
             // A save's new objects are only listed, and dropped at its end.
             try Self.saveItems(0..<20_000, context, entity)
-            #expect(context.registry.sweepCount == 0)
             #expect(context.registeredObjects.isEmpty)
-            #expect(context.registry.deathsSinceSweep == 30_000)
             // The dead entries go with the table's next growth (a fetch whose
-            // objects are looked up first), and the deaths are counted from there.
+            // objects are looked up first).
             items = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
             #expect(items?.count == 30_000)
-            #expect(context.registry.sweepCount > 0)
             #expect(context.registry.count == 30_000)
-            #expect((0...10_000).contains(context.registry.deathsSinceSweep))
             items = nil
-            // A reset starts the count again.
             context.reset()
-            #expect(context.registry.deathsSinceSweep == 0)
+            #expect(context.registeredObjects.isEmpty)
             items = Array(try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))[0..<100])
             #expect(items?.count == 100)
-            #expect(context.registry.deathsSinceSweep == 29_900)
+            #expect(context.registeredObjects.count == 100)
             items = nil
-            #expect(context.registry.deathsSinceSweep == 30_000)
+            #expect(context.registeredObjects.isEmpty)
         }
     }
 
@@ -229,7 +222,6 @@ struct ObjectRegistryTests {
             // (the deleted objects' among them) and hands them out again to the
             // fetch's objects, which stay registered when the deleted objects go.
             var all: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
-            #expect(context.registry.sweepCount > 0)
             #expect(all?.count == 29_900)
             deleted = nil
             #expect(deleted == nil)
@@ -356,7 +348,6 @@ struct ObjectRegistryTests {
                 }
                 try context.save()
             }
-            #expect(context.registry.sweepCount > 0)
             let objects = context.registry.objects
             #expect(objects.count == Set(objects.map(ObjectIdentifier.init)).count)
             #expect(objects.count == kept.count + held.count)
