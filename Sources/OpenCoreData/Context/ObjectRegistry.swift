@@ -151,8 +151,6 @@ extension ManagedObjectContext {
         /// Temporary entries re-keyed since the last prune.
         private var rekeyedTemporaries = 0
         private var countAfterSweep = 0
-        /// How many sweeps the table has had.
-        private(set) var sweepCount = 0
         /// Moves on whenever an object stops being the registered object for its
         /// ID while it lives (unregistered, re-keyed from a permanent ID, or the
         /// registry emptied): what was looked up before may no longer be registered.
@@ -437,7 +435,6 @@ extension ManagedObjectContext {
                 // (An object whose dead slot is reused does not find itself there.)
                 pendingPermanents.removeAll { !isAlive($0) }
                 freeSlots = (0..<slotCount).filter { !isAlive($0) }
-                sweepCount += 1
             }
             countAfterSweep = entries.count
         }
