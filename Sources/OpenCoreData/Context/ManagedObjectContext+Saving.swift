@@ -24,6 +24,9 @@ extension ManagedObjectContext {
     public func save() throws {
         assertOnQueue()
         try saveResolvingConflicts()
+        // The new objects saved, which the context no longer holds as inserted:
+        // those nobody else holds go now, in the order they were made.
+        registry.dropUnreferencedListed()
     }
 
     /// One attempt at saving (``save()`` resolves conflicts and tries again).

@@ -1,24 +1,28 @@
-import Synchronization
-
 extension ManagedObjectContext {
-    /// The objects registered with a context, by ID, held weakly: Core Data's
-    /// uniquing table (one object per ID in a context).
+    /// The objects registered with a context, by ID: Core Data's uniquing table
+    /// (one object per ID in a context), holding objects as Core Data's context
+    /// does, weakly: an object nobody else holds is no longer registered.
     ///
-    /// Each registered object has a *slot*: a `weak` reference to it and whether it
-    /// is still registered. Slots live in pages of 256 that the registry allocates
-    /// and each registered object keeps alive; the tables map IDs to slot numbers.
+    /// Each registered object has a *slot*: a strong reference to it and whether it
+    /// is still registered. Slots live in pages of 256 that only the registry holds;
+    /// the tables map IDs to slot numbers.
     ///
-    /// Objects may be released on any thread, while the context looks IDs up on its
-    /// own queue: the `weak` reference is what makes that safe. Loading it either
-    /// retains a live object or gives nil, atomically, once the object's last
-    /// release has begun; no object is ever retained after that. Everything else
-    /// in a slot is read and written on the context's queue only. An object's
-    /// deinit touches no slot: it adds one to its registry's atomic count of
-    /// deaths (for the sweep policy and `mayHoldLiveObjects(ofRoot:)`), and only
-    /// while it is still registered (the registry forgets the page of an object
-    /// it unregisters).
+    /// Weakness is kept by the registry itself, on the context's queue: a slot
+    /// whose reference is the object's only one (`isKnownUniquelyReferenced`)
+    /// stands for an object its users let go, and the registry drops it when it
+    /// next reads the slot (a lookup, a listing) or sweeps. This is safe whatever
+    /// thread releases objects: once the slot's reference is the only one, no
+    /// other thread holds the object and none can take it but through the
+    /// registry, so the answer cannot change under the registry's feet; an object
+    /// is only ever released, never retained after its last release began. A
+    /// `weak` slot would say the same, but it gives every object a side table of
+    /// reference counts (an allocation, and every retain and release of the
+    /// object a slower, indirect one): fetches paid twice their time for it.
+    /// An object dropped by the registry is deinitialized there, on the
+    /// context's queue; one let go after the registry dropped it, wherever it
+    /// is let go.
     ///
-    /// An entry is valid while its slot is registered, its object alive and still
+    /// An entry is valid while its slot is registered (and so its object alive)
     /// with the entry's ID. Saves change objects' IDs (temporary to permanent) and
     /// unregister deleted objects without removing their old entries: removing a
     /// key from a large dictionary shifts its neighbors back, rehashing each, which
@@ -33,60 +37,42 @@ extension ManagedObjectContext {
     // A class, not a struct: reading a struct property of the context through its
     // subscript copied the whole table (retaining each of its buffers) per lookup.
     final class ObjectRegistry {
-        /// The number of registered objects that died or were unregistered, by root
-        /// entity. Objects die on whatever thread lets them go, hence atomic. A new
-        /// one per generation of the registry (`removeAll`): it also tells this
-        /// registry's slots from those of an earlier generation.
-        final class Deaths: Sendable {
+        /// The number of registered objects dropped or unregistered, by root
+        /// entity. A new one per generation of the registry (`removeAll`): it also
+        /// tells this registry's slots from those of an earlier generation.
+        final class Deaths {
             /// The deaths of each root entity's objects, by the registry's number for
             /// the root (see `rootNumber(of:)`); never reset.
-            private let counts: [Counter] = (0..<16).map { _ in Counter() }
-
-            /// One atomic count (a class: `Atomic` cannot live in an array).
-            private final class Counter: Sendable {
-                let value = Atomic<Int>(0)
-            }
+            private var counts = [Int](repeating: 0, count: 16)
+            /// All deaths so far.
+            private(set) var total = 0
 
             func died(root: UInt8) {
-                counts[Int(root)].value.add(1, ordering: .relaxed)
+                counts[Int(root)] += 1
+                total += 1
             }
 
             /// The deaths of objects of the root numbered `root`.
-            func count(root: Int) -> Int {
-                counts[root].value.load(ordering: .relaxed)
-            }
-
-            /// All deaths so far (a sum, read by the rare sweep checks: a death is
-            /// then one atomic addition).
-            var total: Int {
-                counts.reduce(0) { $0 + $1.value.load(ordering: .relaxed) }
-            }
+            func count(root: Int) -> Int { counts[root] }
         }
 
-        /// A registered object, held weakly, and whether it is still registered.
-        /// Read and written on the context's queue only.
+        /// A registered object and whether it is still registered. Read and
+        /// written on the context's queue only.
         struct Slot {
-            /// The object, until its last release begins.
-            weak var object: ManagedObject?
+            /// The object, while registered (nil once dropped or unregistered).
+            var object: ManagedObject?
             /// Set while the slot is the object's registration (cleared when the
-            /// object is unregistered or the slot freed).
+            /// object is unregistered or dropped).
             var isRegistered: Bool
         }
 
-        /// 256 slots, kept alive by the registry and by each object registered in
-        /// one of them (for the object's deinit, which counts its death).
-        final class SlotPage: Sendable {
+        /// 256 slots at a fixed address, held by the registry alone (its release
+        /// releases the objects still in them).
+        final class SlotPage {
             static let size = 256
-            // nonisolated(unsafe): the slots are read and written on the owning
-            // context's queue only; other threads reach the page for `deaths` alone.
-            nonisolated(unsafe) let slots: UnsafeMutablePointer<Slot>
-            /// The number of the page's first slot in its registry.
-            let firstNumber: UInt32
-            let deaths: Deaths
+            let slots: UnsafeMutablePointer<Slot>
 
-            init(deaths: Deaths, firstNumber: UInt32) {
-                self.deaths = deaths
-                self.firstNumber = firstNumber
+            init() {
                 slots = .allocate(capacity: SlotPage.size)
                 slots.initialize(repeating: Slot(object: nil, isRegistered: false), count: SlotPage.size)
             }
@@ -97,22 +83,17 @@ extension ManagedObjectContext {
             }
         }
 
-        /// Where an object's slot is: its page, its number in the page, and the
-        /// registry's number for the object's root entity (kept with the object, so
-        /// that its deinit reads nothing another thread writes).
+        /// Where an object's slot is: its number, the registry generation it
+        /// belongs to (its `Deaths`), and the registry's number for the object's
+        /// root entity. Holds nothing that holds the object.
         struct SlotReference {
-            let page: SlotPage
-            let index: UInt8
+            let generation: Deaths
+            let number: UInt32
             let root: UInt8
 
-            /// The slot's number in its registry.
-            var number: UInt32 { page.firstNumber + UInt32(index) }
-
-            var slot: UnsafeMutablePointer<Slot> { page.slots + Int(index) }
-
-            /// Whether the slot is in a page of the registry whose deaths are `deaths`.
+            /// Whether the slot is in the registry generation whose deaths are `deaths`.
             func isIn(_ deaths: Deaths) -> Bool {
-                page.deaths === deaths
+                generation === deaths
             }
         }
 
@@ -161,19 +142,52 @@ extension ManagedObjectContext {
             bases[Int(number) / SlotPage.size] + Int(number) % SlotPage.size
         }
 
-        /// Whether slot `number` still holds a registered object that is alive.
+        /// Whether slot `number` still holds a registered object (one its users may
+        /// have let go: see `dropIfUnreferenced(_:)`).
         @inline(__always)
         private func isAlive(_ number: UInt32) -> Bool {
-            let slot = slot(number)
-            return slot.pointee.isRegistered && slot.pointee.object != nil
+            slot(number).pointee.isRegistered
         }
 
-        /// The registered object in slot `number`, if it is alive.
+        /// Drops the object of slot `number` if the slot's reference is its only
+        /// one: the object's users let it go, and it is no longer registered (the
+        /// object is deinitialized here). Whether it did.
+        @inline(__always)
+        @discardableResult
+        private func dropIfUnreferenced(_ number: UInt32) -> Bool {
+            let slot = slot(number)
+            guard slot.pointee.isRegistered, isKnownUniquelyReferenced(&slot.pointee.object) else { return false }
+            drop(slot)
+            return true
+        }
+
+        /// Clears a registered slot: its object is no longer registered, and its
+        /// death counted.
+        private func drop(_ slot: UnsafeMutablePointer<Slot>) {
+            slot.pointee.isRegistered = false
+            guard let object = slot.pointee.object.take() else { return }
+            if let reference = object.registrySlot, reference.isIn(deaths) {
+                deaths.died(root: reference.root)
+                object.registrySlot = nil
+            }
+        }
+
+        /// Drops every registered object its users let go (see `dropIfUnreferenced(_:)`),
+        /// in slot order: an object held only by one dropped before it (prefetched
+        /// destinations) goes in the same pass.
+        private func dropUnreferenced() {
+            var number: UInt32 = 0
+            while number < slotCount {
+                dropIfUnreferenced(number)
+                number += 1
+            }
+        }
+
+        /// The registered object in slot `number`, unless its users let it go.
         @inline(__always)
         private func registeredObject(_ number: UInt32) -> ManagedObject? {
-            let slot = slot(number)
-            guard slot.pointee.isRegistered else { return nil }
-            return slot.pointee.object
+            if dropIfUnreferenced(number) { return nil }
+            return slot(number).pointee.object
         }
 
         /// The object in slot `number` if it is still registered under `id`.
@@ -257,7 +271,7 @@ extension ManagedObjectContext {
                 number = slotCount
                 slotCount += 1
                 if Int(number) / SlotPage.size == pages.count {
-                    let page = SlotPage(deaths: deaths, firstNumber: number)
+                    let page = SlotPage()
                     pages.append(page)
                     bases.append(page.slots)
                 }
@@ -266,8 +280,7 @@ extension ManagedObjectContext {
             let slot = slot(number)
             slot.pointee.object = object
             slot.pointee.isRegistered = true
-            object.registrySlot = SlotReference(page: pages[Int(number) / SlotPage.size],
-                                                index: UInt8(truncatingIfNeeded: Int(number) % SlotPage.size), root: root)
+            object.registrySlot = SlotReference(generation: deaths, number: number, root: root)
             registeredByRoot[Int(root)] += 1
             slotsTaken += 1
             return number
@@ -307,15 +320,51 @@ extension ManagedObjectContext {
 
         /// Whether an object whose entity has `root` as its root entity may be
         /// registered and alive here: false only when every object of that root
-        /// this registry took has died or been unregistered (or none ever was).
+        /// this registry took has been dropped or unregistered (or none ever was).
         /// Then no lookup can find an object of it, and objects made for its rows
         /// need no lookup first (see `registerFetched`).
+        ///
+        /// The objects listed since the last call are dropped first if their
+        /// users let them go: a traversal that fires one to-many fault after
+        /// another, dropping each one's members, finds them gone. If some still
+        /// count as live, every slot is checked, once the calls and registrations
+        /// since the last such pass pay for it (each call for 64 slots, each
+        /// registration for one): a traversal holding what it reads does not
+        /// pass over every slot at each step.
         func mayHoldLiveObjects(ofRoot root: EntityDescription) -> Bool {
-            guard let known = roots.firstIndex(where: { $0 === root }) else {
-                // Never registered here, unless counted with the shared number.
-                return roots.count == 15 && registeredByRoot[15] > deaths.count(root: 15)
+            func live(_ number: Int) -> Bool { registeredByRoot[number] > deaths.count(root: number) }
+            let known = roots.firstIndex(where: { $0 === root })
+            // Never registered here, unless counted with the shared number.
+            let number = known ?? 15
+            if known == nil && roots.count < 15 { return false }
+            guard live(number) else { return false }
+            dropUnreferencedListed()
+            fullPassCredit += 64
+            if live(number) && fullPassCredit + slotsTaken - slotsTakenAtFullPass >= Int(slotCount) {
+                fullPassCredit = 0
+                slotsTakenAtFullPass = slotsTaken
+                dropUnreferenced()
             }
-            return registeredByRoot[known] > deaths.count(root: known)
+            return live(number)
+        }
+
+        /// `slotsTaken` at the last pass over every slot from `mayHoldLiveObjects(ofRoot:)`,
+        /// and the credit its calls earned since.
+        private var slotsTakenAtFullPass = 0
+        private var fullPassCredit = 0
+
+        /// How many entries of `pendingPermanents` `dropUnreferencedListed()` went
+        /// through: each is checked once there, and again after the list is
+        /// compacted or swept (then by the sweeps).
+        private var listedChecked = 0
+
+        /// Drops the listed objects registered since the last call that their
+        /// users let go: fetched into an empty registry, or saved as new (see
+        /// `rekey(_:to:fresh:)`), in the order they were listed.
+        func dropUnreferencedListed() {
+            if listedChecked > pendingPermanents.count { listedChecked = 0 }
+            for number in pendingPermanents[listedChecked...] { dropIfUnreferenced(number) }
+            listedChecked = pendingPermanents.count
         }
 
         /// The slot `object` is registered in under its ID, if it is.
@@ -353,6 +402,7 @@ extension ManagedObjectContext {
             guard !pendingPermanents.isEmpty else { return }
             let pending = pendingPermanents
             pendingPermanents = []
+            listedChecked = 0
             entries.reserveCapacity(entries.count + pending.count)
             for number in pending {
                 // A dead slot is handed out again: no entry names a listed slot.
@@ -389,12 +439,16 @@ extension ManagedObjectContext {
         /// slots out again (no table entry names a listed slot: a listed object
         /// took a new or free slot, and its entry is only ever in the list).
         private func compactPendingPermanents() {
+            for number in pendingPermanents { dropIfUnreferenced(number) }
             var kept: [UInt32] = []
             kept.reserveCapacity(pendingPermanents.count)
             for number in pendingPermanents {
                 if isAlive(number) { kept.append(number) } else { freeSlots.append(number) }
             }
             pendingPermanents = kept
+            // (Kept objects were held a moment ago, by a fault being filled say:
+            // they are checked again.)
+            listedChecked = 0
             pendingLimit = Swift.max(4096, 2 * kept.count)
         }
 
@@ -421,6 +475,7 @@ extension ManagedObjectContext {
         /// table at each check.
         private func sweepIfNeeded() {
             guard entries.count > Swift.max(4096, 2 * countAfterSweep) else { return }
+            dropUnreferenced()
             if deathsSinceSweep >= entries.count / 4 {
                 deathsAtSweep = deaths.total
                 // The live entries go into a table already as large as this one
@@ -434,6 +489,7 @@ extension ManagedObjectContext {
                 // No entry names a dead slot any more: they can be handed out again.
                 // (An object whose dead slot is reused does not find itself there.)
                 pendingPermanents.removeAll { !isAlive($0) }
+                listedChecked = 0
                 freeSlots = (0..<slotCount).filter { !isAlive($0) }
             }
             countAfterSweep = entries.count
@@ -443,9 +499,10 @@ extension ManagedObjectContext {
         func unregister(_ object: ManagedObject) {
             guard let number = registeredNumber(of: object) else { return }
             generation += 1
-            slot(number).pointee.isRegistered = false
+            let slot = slot(number)
+            slot.pointee.isRegistered = false
+            slot.pointee.object = nil
             if let reference = object.registrySlot, reference.isIn(deaths), reference.number == number {
-                // Counted here, not again by the object's deinit.
                 deaths.died(root: reference.root)
                 object.registrySlot = nil
             }
@@ -511,7 +568,7 @@ extension ManagedObjectContext {
         }
 
         /// Unregisters every object: a new generation of slots starts (the old
-        /// pages live on with the objects that still point at them).
+        /// pages go, and the objects nobody else holds with them).
         func removeAll() {
             generation += 1
             roots = []
@@ -522,10 +579,12 @@ extension ManagedObjectContext {
             temporaries = [:]
             pendingTemporaries = []
             pendingPermanents = []
+            listedChecked = 0
             pages = []
             bases = []
             freeSlots = []
             slotCount = 0
+            slotsTakenAtFullPass = slotsTaken
             rekeyedTemporaries = 0
             countAfterSweep = 0
             deaths = Deaths()

@@ -212,6 +212,13 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// Every relationship, inherited ones included, by name.
     public var relationshipsByName: [String: RelationshipDescription] { frozenCache?.relationshipsByName ?? makeCache().relationshipsByName }
 
+    /// The scope of a new temporary ID of this entity: its frozen model's (one
+    /// per entity), or a new one for an entity of no model, or of one gone.
+    var temporaryIDScope: ObjectID.Scope {
+        if let model = managedObjectModel, let scope = model.temporaryIDScopes[ObjectIdentifier(self)] { return scope }
+        return ObjectID.Scope(entity: self, storeName: .none)
+    }
+
     /// A hash of the entity's name, computed once when the model is frozen: object
     /// IDs hash it instead of the name's characters.
     var nameHash: Int { frozenNameHash ?? name.hashValue }

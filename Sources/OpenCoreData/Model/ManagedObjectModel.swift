@@ -80,7 +80,15 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         frozen = true
         for entity in entities { entity.resolveReferences() }
         for entity in entities { entity.buildFrozenCache() }
+        temporaryIDScopes = Dictionary(entities.map { (ObjectIdentifier($0), ObjectID.Scope(entity: $0, storeName: .none)) },
+                                       uniquingKeysWith: { first, _ in first })
     }
+
+    /// The scope of each entity's temporary IDs, by the entity's identity (which
+    /// the scope keeps alive), once the model is frozen: shared by the IDs of the
+    /// objects inserted or made for rows (see `EntityDescription.temporaryIDScope`).
+    /// The model holds them, not the entities: a scope holds its entity.
+    private(set) var temporaryIDScopes: [ObjectIdentifier: ObjectID.Scope] = [:]
 
     /// The entities by name.
     public var entitiesByName: [String: EntityDescription] {

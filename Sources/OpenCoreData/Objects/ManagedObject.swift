@@ -31,6 +31,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     // catch. See docs/performance.md, "Exclusivity checks".
 
     /// The object's entity.
+    ///
+    /// Stored, though the ID holds it too: a `let` is read without a retain
+    /// (nothing can change it during a call), and entities, referred to weakly
+    /// by their properties, are retained through a side table, the slower way.
     public let entity: EntityDescription
     /// The object's ID: temporary until saved, then permanent.
     public internal(set) var objectID: ObjectID {
@@ -194,8 +198,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
     @exclusivity(unchecked) var faultRowGeneration = -1  // unchecked: context queue only, never held across a call
     /// The object's slot in its context's registry while it is registered there
-    /// (see `ObjectRegistry`): read and written on the context's queue, and by the
-    /// object's deinit, which counts its death.
+    /// (see `ObjectRegistry`): read and written on the context's queue only.
     @exclusivity(unchecked) var registrySlot: ManagedObjectContext.ObjectRegistry.SlotReference?  // unchecked: context queue only, never held across a call
     /// What few objects need, out of line: every object is smaller, and its
     /// deinit has fewer references to release.
@@ -279,9 +282,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     deinit {
-        // Runs on whatever thread lets the object go: it touches only the object's
-        // own fields and thread-safe state (an atomic count, the row cache's lock).
-        if let slot = registrySlot { slot.page.deaths.died(root: slot.root) }
+        // Runs on whatever thread lets the object go (its context's queue when
+        // the registry drops it): it touches only the object's own fields and
+        // the row cache, under the coordinator's lock.
         rowCacheOwner?.releaseRow(objectID)
     }
 

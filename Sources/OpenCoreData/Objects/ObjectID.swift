@@ -24,15 +24,57 @@ private let temporaryIDCounter = Atomic<UInt64>(0)
 public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The entity of the object. The ID keeps it alive: an ID is `Sendable` and may
     /// outlive the model, the contexts and the coordinator it came from.
-    public let entity: EntityDescription
+    public var entity: EntityDescription {
+        // Read in place (`_read`): no retain of the entity (see `Scope`).
+        @inline(__always) _read { yield scope.entity }
+    }
     /// Whether the ID's entity is `entity` (identity, not name).
     @inline(__always)
-    func hasEntity(_ entity: EntityDescription) -> Bool { self.entity === entity }
+    func hasEntity(_ entity: EntityDescription) -> Bool { scope.entity === entity }
     /// Calls `body` with the entity.
     @inline(__always)
     func withEntity<Result>(_ body: (EntityDescription) -> Result) -> Result {
-        body(entity)
+        body(scope.entity)
     }
+
+    /// The entity and store of IDs, shared by the IDs a store makes for one
+    /// entity's rows (see ``Scopes``) and by a frozen model's temporary IDs of one
+    /// entity: an ID holds one reference, to an object nothing refers to weakly.
+    /// (Entities and store names are referred to weakly, by their properties and
+    /// by the interning table: every retain of them goes through a side table,
+    /// and IDs are copied on every hot path.)
+    final class Scope: Sendable {
+        let entity: EntityDescription
+        let storeName: StoreName
+
+        init(entity: EntityDescription, storeName: StoreName) {
+            self.entity = entity
+            self.storeName = storeName
+        }
+    }
+
+    /// A store's ID scopes, one per entity, made on first use.
+    final class Scopes: Sendable {
+        let storeName: StoreName
+        private let scopes = Lock([ObjectIdentifier: Scope]())
+
+        init(storeName: StoreName) {
+            self.storeName = storeName
+        }
+
+        /// The scope of the IDs of `entity`'s rows. (Keyed by the entity's
+        /// identity, which the scope keeps alive.)
+        func scope(for entity: EntityDescription) -> Scope {
+            scopes.withLock { scopes in
+                if let scope = scopes[ObjectIdentifier(entity)] { return scope }
+                let scope = Scope(entity: entity, storeName: storeName)
+                scopes[ObjectIdentifier(entity)] = scope
+                return scope
+            }
+        }
+    }
+
+    private let scope: Scope
     /// The identifier (UUID) of the store holding the object; nil while temporary.
     public var storeIdentifier: String? {
         if case .temporary = key { return nil }
@@ -41,7 +83,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The store identifier, interned ("" while temporary): one object per
     /// identifier, compared by identity, where a `String` would be compared by its
     /// 36 characters (a UUID).
-    private let storeName: StoreName
+    private var storeName: StoreName { scope.storeName }
     /// The interned store name's identity (nil while temporary): two permanent IDs
     /// are of the same store exactly when these are equal, compared without
     /// touching the identifier string.
@@ -121,21 +163,24 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     /// A new temporary ID for an inserted object.
     init(temporaryFor entity: EntityDescription) {
-        self.entity = entity
-        self.storeName = StoreName.none
+        self.scope = entity.temporaryIDScope
         self.key = .temporary(temporaryIDCounter.add(1, ordering: .relaxed).newValue)
     }
 
     /// The permanent ID of the row `primaryKey` of `entity` in the store `storeIdentifier`.
     public init(entity: EntityDescription, storeIdentifier: String, primaryKey: Int64) {
-        self.init(entity: entity, store: StoreName.named(storeIdentifier), primaryKey: primaryKey)
+        self.init(scope: Scope(entity: entity, storeName: StoreName.named(storeIdentifier)), primaryKey: primaryKey)
     }
 
-    /// The permanent ID of the row `primaryKey` of `entity` in the store named
-    /// `store` (stores keep their interned name: no lookup per row).
-    init(entity: EntityDescription, store: StoreName, primaryKey: Int64) {
-        self.entity = entity
-        self.storeName = store
+    /// The permanent ID of the row `primaryKey` of `entity` in the store whose
+    /// scopes are `scopes`.
+    init(entity: EntityDescription, in scopes: Scopes, primaryKey: Int64) {
+        self.init(scope: scopes.scope(for: entity), primaryKey: primaryKey)
+    }
+
+    /// The permanent ID of the row `primaryKey` of the scope's entity and store.
+    init(scope: Scope, primaryKey: Int64) {
+        self.scope = scope
         self.key = .permanent(primaryKey)
     }
 
@@ -174,8 +219,9 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     // never the name's characters.
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.key == rhs.key && lhs.storeName === rhs.storeName
-            && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
+        lhs.key == rhs.key
+            && (lhs.scope === rhs.scope
+                || lhs.storeName === rhs.storeName && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name))
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -183,7 +229,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case .permanent(let pk): hasher.combine(pk)
         case .temporary(let number): hasher.combine(number)
         }
-        hasher.combine(entity.nameHash)
+        hasher.combine(scope.entity.nameHash)
     }
 
     /// The hash sets and dictionaries use: the key and the entity name's hash
@@ -199,7 +245,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case .permanent(let pk): x = UInt64(bitPattern: pk)
         case .temporary(let number): x = number ^ 0xA5A5_A5A5_A5A5_A5A5
         }
-        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(entity.nameHash))
+        x = x &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(bitPattern: Int64(scope.entity.nameHash))
         return splitMix64Hash(x, seed: seed)
     }
 

@@ -17,8 +17,8 @@ import Synchronization
 /// exactly like the SQLite store.
 public final class InMemoryStore: PersistentStore {
     public let identifier: String
-    /// The identifier, interned: the store's object IDs hold it (see `ObjectID`).
-    let storeName: ObjectID.StoreName
+    /// The scopes of the store's object IDs, with its identifier interned (see `ObjectID`).
+    let idScopes: ObjectID.Scopes
     public var type: PersistentStoreType { .inMemory }
     public var url: URL? { nil }
     public let configurationName: String?
@@ -45,7 +45,7 @@ public final class InMemoryStore: PersistentStore {
                 readOnly: Bool = false) {
         self.model = model
         self.identifier = identifier
-        self.storeName = ObjectID.StoreName.named(identifier)
+        self.idScopes = ObjectID.Scopes(storeName: .named(identifier))
         self.configurationName = configurationName
         self.isReadOnly = readOnly
         var initial = State()
@@ -123,7 +123,8 @@ public final class InMemoryStore: PersistentStore {
             state.maxPrimaryKey[root] = start + Int64(count) - 1
             return start
         }
-        return (0..<count).map { ObjectID(entity: entity, store: storeName, primaryKey: first + Int64($0)) }
+        let scope = idScopes.scope(for: entity)
+        return (0..<count).map { ObjectID(scope: scope, primaryKey: first + Int64($0)) }
     }
 
     // MARK: Writing

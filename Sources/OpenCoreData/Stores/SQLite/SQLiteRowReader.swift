@@ -31,20 +31,23 @@ final class SQLiteRowReader {
     // (SQLiteStore.RowQuery) and no reader outlives its store; a checked `unowned`
     // reference costs an atomic operation on every value decoded.
     private unowned(unsafe) let store: SQLiteStore
-    /// The store's identifier, for the object IDs of the rows.
-    private let storeName: ObjectID.StoreName
+    /// The store's ID scopes, for the object IDs of the rows.
+    private let idScopes: ObjectID.Scopes
     private let columns: [SQLFetchColumn]
     /// The entity number of every row, when the statement selects it as a
     /// constant (the rows' `Z_ENT` column is then not read).
     private let entityNumber: Int?
     private var plans: [Int: Plan?] = [:]
-    private var entities: [Int: EntityDescription?] = [:]
+    /// The ID scope of each entity number (nil: no entity of the model).
+    private var scopes: [Int: ObjectID.Scope?] = [:]
     /// The plan of the last row's entity number, read field by field from the
     /// reader itself: plain values, so a row takes no reference to its plan, its
     /// slots or its entity (each was an atomic retain and release per row).
     @exclusivity(unchecked) private var lastNumber: Int?  // unchecked: one reader per statement, used under its lock
     @exclusivity(unchecked) private var lastSlots = UnsafeBufferPointer<Slot>(start: nil, count: 0)  // unchecked: one reader per statement, used under its lock
     @exclusivity(unchecked) private var lastEntity: Unmanaged<EntityDescription>?  // unchecked: one reader per statement, used under its lock
+    /// The ID scope of the last row's entity (the row's ID holds it).
+    @exclusivity(unchecked) private var lastScope: ObjectID.Scope?  // unchecked: one reader per statement, used under its lock
 
     /// Where the value of one property comes from, for rows of one entity. Plain
     /// data (its plan keeps the descriptions it names alive), so reading a slot
@@ -57,7 +60,7 @@ final class SQLiteRowReader {
         case attribute(column: Int, attribute: Unmanaged<AttributeDescription>)
         /// A to-one relationship: its destination's key, and the column of the
         /// destination's entity number when the destination has subentities.
-        case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<EntityDescription>)
+        case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<ObjectID.Scope>)
     }
 
     /// The value of a property no column feeds.
@@ -79,11 +82,14 @@ final class SQLiteRowReader {
     /// slots and keeps alive the descriptions they name.
     private final class Plan {
         let entity: EntityDescription
+        /// The ID scope of the entity's rows.
+        let scope: ObjectID.Scope
         let slots: UnsafeMutableBufferPointer<Slot>
         private let described: [AnyObject]
 
-        init(entity: EntityDescription, slots: [Slot], described: [AnyObject]) {
+        init(entity: EntityDescription, scope: ObjectID.Scope, slots: [Slot], described: [AnyObject]) {
             self.entity = entity
+            self.scope = scope
             self.slots = .allocate(capacity: slots.count)
             _ = self.slots.initialize(from: slots)
             self.described = described
@@ -100,16 +106,21 @@ final class SQLiteRowReader {
     /// `Z_ENT` (``SQLFetchTranslator/entityColumn(for:restricted:)``).
     init(store: SQLiteStore, columns: [SQLFetchColumn], entityNumber: Int? = nil) {
         self.store = store
-        self.storeName = store.storeName
+        self.idScopes = store.idScopes
         self.columns = columns
         self.entityNumber = entityNumber
     }
 
     private func entity(forNumber number: Int) -> EntityDescription? {
-        if let known = entities[number] { return known }
-        let entity = store.entity(forNumber: number)
-        entities[number] = entity
-        return entity
+        scope(forNumber: number)?.entity
+    }
+
+    /// The ID scope of the rows of entity `number`.
+    private func scope(forNumber number: Int) -> ObjectID.Scope? {
+        if let known = scopes[number] { return known }
+        let scope = store.entity(forNumber: number).map(idScopes.scope(for:))
+        scopes[number] = scope
+        return scope
     }
 
     /// Makes the plan of entity `number` the reader's current one; false when
@@ -132,6 +143,7 @@ final class SQLiteRowReader {
         lastNumber = number
         lastSlots = plan.map { UnsafeBufferPointer($0.slots) } ?? UnsafeBufferPointer(start: nil, count: 0)
         lastEntity = plan.map { Unmanaged.passUnretained($0.entity) }
+        lastScope = plan.map(\.scope)
         return plan != nil
     }
 
@@ -170,10 +182,11 @@ final class SQLiteRowReader {
         for (index, keyColumn) in keyColumns {
             guard let relationship = properties[index] as? RelationshipDescription,
                   let declared = relationship.destinationEntity else { continue }
-            described.append(declared)
-            slots[index] = .toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], declared: .passUnretained(declared))
+            let scope = idScopes.scope(for: declared)
+            described.append(scope)
+            slots[index] = .toOne(keyColumn: keyColumn, entityColumn: entityColumns[index], declared: .passUnretained(scope))
         }
-        return Plan(entity: entity, slots: slots, described: described)
+        return Plan(entity: entity, scope: idScopes.scope(for: entity), slots: slots, described: described)
     }
 
     /// The snapshot of one result row, its values appended to `pages`; nil when its
@@ -192,14 +205,14 @@ final class SQLiteRowReader {
     private func snapshot<Columns: ColumnSource>(_ columns: Columns, into pages: inout RowPageWriter) throws -> RowSnapshot? {
         guard let pk = columns.key(0) else { return nil }
         guard let number = entityNumber ?? columns.key(1).map({ Int(truncatingIfNeeded: $0) }),
-              selectPlan(forNumber: number), let entity = lastEntity else { return nil }
+              selectPlan(forNumber: number), let entity = lastEntity, let scope = lastScope else { return nil }
         let version = columns.key(2) ?? 1
         let slots = lastSlots
         // The values go straight into the read's current page. A value that fails
         // to decode leaves the row's earlier values in the page (destroyed with it).
         let (page, start) = pages.beginRow(width: slots.count)
         for slot in slots { page.append(try value(of: slot, from: columns, entity: entity)) }
-        return RowSnapshot(objectID: ObjectID(entity: entity.takeUnretainedValue(), store: storeName, primaryKey: pk),
+        return RowSnapshot(objectID: ObjectID(scope: scope, primaryKey: pk),
                            version: version, rowValues: RowValues(page: page, start: start, count: slots.count))
     }
 
@@ -218,10 +231,10 @@ final class SQLiteRowReader {
         case .toOne(let keyColumn, let entityColumn, let declared):
             guard let key = columns.integer(keyColumn) else { return .toOne(nil) }
             if let entityColumn, let number = columns.integer(entityColumn),
-               let destination = self.entity(forNumber: Int(truncatingIfNeeded: number)) {
-                return .toOne(ObjectID(entity: destination, store: storeName, primaryKey: key))
+               let destination = scope(forNumber: Int(truncatingIfNeeded: number)) {
+                return .toOne(ObjectID(scope: destination, primaryKey: key))
             }
-            return .toOne(ObjectID(entity: declared.takeUnretainedValue(), store: storeName, primaryKey: key))
+            return .toOne(ObjectID(scope: declared.takeUnretainedValue(), primaryKey: key))
         }
     }
 }

@@ -73,13 +73,13 @@ extension SQLiteStore {
         let prepared = try db.makeStatement(sql: statement.sql)
         // Keys and entity numbers straight from the C API; the entity looked up
         // once per run of rows of the same entity.
-        var last: (number: Int64, entity: EntityDescription?) = (-1, nil)
+        var last: (number: Int64, scope: ObjectID.Scope?) = (-1, nil)
         try prepared.forEachRow(arguments: statement.statementArguments) { sqliteStatement in
             guard sqlite3_column_type(sqliteStatement, 1) != SQLITE_NULL else { return }
             let number = sqlite3_column_int64(sqliteStatement, 1)
-            if number != last.number { last = (number, entity(forNumber: Int(number))) }
-            guard let entity = last.entity else { return }
-            ids.append(ObjectID(entity: entity, store: storeName, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
+            if number != last.number { last = (number, entity(forNumber: Int(number)).map(idScopes.scope(for:))) }
+            guard let scope = last.scope else { return }
+            ids.append(ObjectID(scope: scope, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
         }
         return ids
     }

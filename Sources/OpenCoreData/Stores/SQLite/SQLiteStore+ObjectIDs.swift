@@ -45,8 +45,8 @@ extension SQLiteStore {
             }
             // A scan of the table hands the keys out in order already: checked first.
             if sortsKeys, zip(keys, keys.dropFirst()).contains(where: { $0.key > $1.key }) { keys.sort { $0.key < $1.key } }
-            let storeName = self.storeName
-            let rows = keys.map { RowSnapshot(objectID: ObjectID(entity: $0.entity, store: storeName, primaryKey: $0.key),
+            let idScopes = self.idScopes
+            let rows = keys.map { RowSnapshot(objectID: ObjectID(entity: $0.entity, in: idScopes, primaryKey: $0.key),
                                               version: 0, values: []) }
             if SQLDebug.level > 0 {
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9

@@ -23,8 +23,8 @@ import Synchronization
 /// transformer) reads as its stored bytes (`.data`) and is written back unchanged.
 public final class SQLiteStore: PersistentStore {
     public let identifier: String
-    /// The identifier, interned: the store's object IDs hold it (see `ObjectID`).
-    let storeName: ObjectID.StoreName
+    /// The scopes of the store's object IDs, with its identifier interned (see `ObjectID`).
+    let idScopes: ObjectID.Scopes
     public var type: PersistentStoreType { .sqlite }
     public let url: URL?
     public let configurationName: String?
@@ -229,7 +229,7 @@ public final class SQLiteStore: PersistentStore {
                 throw CoreDataError(.persistentStoreOpen, "The store at \(url.path) has no store UUID in Z_METADATA", url: url)
             }
             self.identifier = uuid
-            self.storeName = ObjectID.StoreName.named(uuid)
+            self.idScopes = ObjectID.Scopes(storeName: .named(uuid))
             self.schema = schema
             self.metadata = metadata.mapValues { AttributeValue(anyValue: $0) }
             // As Core Data: a store with history opened without tracking is read-only,
@@ -361,7 +361,7 @@ public final class SQLiteStore: PersistentStore {
                 let key: Int64 = row[0]
                 let number: Int? = row[1]
                 let entity = number.flatMap { self.entity(forNumber: $0) } ?? destination
-                return ObjectID(entity: entity, store: self.storeName, primaryKey: key)
+                return ObjectID(entity: entity, in: self.idScopes, primaryKey: key)
             }
         }
     }
@@ -536,7 +536,8 @@ public final class SQLiteStore: PersistentStore {
                 reservedPrimaryKeys.withLock { $0[rootNumber] = (start + wanted)..<(start + reservation) }
             }
         }
-        return (0..<count).map { ObjectID(entity: entity, store: storeName, primaryKey: first + Int64($0)) }
+        let scope = idScopes.scope(for: entity)
+        return (0..<count).map { ObjectID(scope: scope, primaryKey: first + Int64($0)) }
     }
 
     // MARK: Rows
