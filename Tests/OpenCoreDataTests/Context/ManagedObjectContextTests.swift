@@ -38,6 +38,18 @@ struct ManagedObjectContextTests {
         #expect(stack.coordinator.managedObjectID(forURIRepresentation: b.uriRepresentation()) == a)
         #expect(ObjectID(entity: entity, storeIdentifier: "another-store", primaryKey: 7).uriRepresentation().absoluteString
                 == "x-coredata://another-store/Mood/p7")
+        // A store's IDs share one scope per entity; an ID built from the parts
+        // has a scope of its own, and is the same ID all the same.
+        let mood = stack.mood(rating: 1)
+        try stack.context.save()
+        let saved = mood.objectID
+        let fetched = try stack.newContext().fetch(FetchRequest<Mood>(entityName: "Mood"))[0].objectID
+        let built = ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: try #require(saved.primaryKey))
+        #expect(saved == fetched && saved == built)
+        #expect(Set([saved, fetched, built]).count == 1)
+        #expect(saved.entity === entity && built.entity === entity)
+        #expect(built != ObjectID(entity: try #require(stack.coordinator.managedObjectModel.entitiesByName["Country"]),
+                                  storeIdentifier: identifier, primaryKey: try #require(saved.primaryKey)))
     }
 
     @Test("Saving gives permanent IDs, clears changes, calls willSave/didSave, and the store has the rows", arguments: allStoreTypes)
