@@ -23,7 +23,9 @@ import Synchronization
 /// A context and its objects belong to one queue (see ``perform(_:)`` and
 /// <doc:contexts-and-concurrency>); objects are not `Sendable`, other contexts
 /// receive object IDs. Objects nobody holds and that have no unsaved changes are
-/// released (registration is weak), unless ``retainsRegisteredObjects`` is set.
+/// no longer registered (registration is weak), unless ``retainsRegisteredObjects``
+/// is set; the context frees them when it next looks at them (a lookup, a listing,
+/// the end of a save, ``reset()``), on its queue.
 ///
 /// `@unchecked Sendable`, as Core Data's `NSManagedObjectContext` is: the context
 /// may be handed to any task or thread, but its state is only touched on its own
@@ -188,7 +190,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     // MARK: Registered objects
 
-    /// The objects registered with the context that are still alive.
+    /// The objects registered with the context that something still holds: you,
+    /// another object, or the context itself (changed objects, or all of them with
+    /// ``retainsRegisteredObjects``).
     public var registeredObjects: Set<ManagedObject> {
         Set(registry.objects)
     }
