@@ -60,7 +60,7 @@ final class SQLiteRowReader {
         case attribute(column: Int, attribute: Unmanaged<AttributeDescription>)
         /// A to-one relationship: its destination's key, and the column of the
         /// destination's entity number when the destination has subentities.
-        case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<ObjectID.Scope>)
+        case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<ObjectID.Scope>)  // Unmanaged: the plan keeps the scope alive (`described`); a slot read per row takes no reference
     }
 
     /// The value of a property no column feeds.
