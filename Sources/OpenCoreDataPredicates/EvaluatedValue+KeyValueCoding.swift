@@ -8,8 +8,8 @@ extension EvaluatedValue {
     /// members as `nil`, a set drops them), and for strings `length`, `description`
     /// and `self`.
     ///
-    /// - throws: ``PredicateEvaluationError/undefinedKey(_:)`` for a scalar without
-    ///   that key.
+    /// - throws: ``PredicateEvaluationError/undefinedKey(_:)`` for a scalar or an
+    ///   object without that key.
     public func value(forKey key: String) throws -> EvaluatedValue {
         switch self {
         case .null:
@@ -17,7 +17,7 @@ extension EvaluatedValue {
         case .dictionary(let values):
             return values[key] ?? .null
         case .object(let object):
-            return EvaluatedValue(any: object.value(forKey: key))
+            return EvaluatedValue(any: try object.checkedValue(forKey: key))
         case .collection(let values, let isOrdered):
             var result: [EvaluatedValue] = []
             result.reserveCapacity(values.count)

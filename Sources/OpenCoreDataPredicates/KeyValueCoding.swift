@@ -35,6 +35,17 @@ public protocol KeyValueCoding {
     /// The value for a key, or `nil` when there is none.
     func value(forKey key: String) -> Any?
 
+    /// The value for a key, throwing when the object does not have the key at all:
+    /// what predicates and sort descriptors read, so that a key that came from data
+    /// (a predicate typed by a user, a model file) gives an error, never a trap.
+    /// The default answers ``value(forKey:)``.
+    ///
+    /// - Parameter key: The key, as a predicate names it.
+    /// - Returns: The value, or `nil` when the key has none.
+    /// - Throws: ``PredicateEvaluationError/undefinedKey(_:)`` when the object has
+    ///   no such key.
+    func checkedValue(forKey key: String) throws -> Any?
+
     /// The value that stands for the object when it is compared with a constant: a
     /// managed object answers its object ID URI, so that `department == %@` with an
     /// object ID compares the department's ID. `nil` (the default) compares the
@@ -48,6 +59,8 @@ public protocol KeyValueCoding {
 
 extension KeyValueCoding {
     public var predicateIdentity: AttributeValue? { nil }
+
+    public func checkedValue(forKey key: String) throws -> Any? { value(forKey: key) }
 
     public func performPredicateFunction(_ selector: String, arguments: [EvaluatedValue]) throws -> EvaluatedValue {
         throw PredicateEvaluationError.unsupported("FUNCTION '\(selector)' on \(type(of: self))")

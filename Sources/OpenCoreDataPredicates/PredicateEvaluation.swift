@@ -247,7 +247,7 @@ struct PredicateEvaluator {
             case let (.dictionary(values), .value(.string(key))):
                 return values[key] ?? .null
             case let (.object(o), .value(.string(key))):
-                return EvaluatedValue(any: o.value(forKey: key))
+                return EvaluatedValue(any: try o.checkedValue(forKey: key))
             case let (.collection(values, _), .value(number)) where number.isNumber:
                 guard let i = number.int64Value, i >= 0, i < Int64(values.count) else {
                     throw PredicateEvaluationError.indexOutOfBounds(

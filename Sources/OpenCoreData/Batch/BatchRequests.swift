@@ -26,7 +26,7 @@ public struct PersistentStoreResult: Sendable {
     /// What the request asked for.
     public let resultType: BatchRequestResultType
     /// The IDs of the objects changed, for ``BatchRequestResultType/objectIDs``.
-    public let objectIDs: [ObjectID]?
+    public let objectIDs: [ManagedObjectID]?
     /// The number of objects changed, for ``BatchRequestResultType/count``.
     public let count: Int?
 
@@ -36,7 +36,11 @@ public struct PersistentStoreResult: Sendable {
     /// ```swift
     /// PersistentStoreResult(.count, ids).count   // ids.count
     /// ```
-    public init(_ resultType: BatchRequestResultType, _ ids: [ObjectID]) {
+    ///
+    /// - Parameters:
+    ///   - resultType: What the request asked for.
+    ///   - ids: The IDs of the objects changed.
+    public init(_ resultType: BatchRequestResultType, _ ids: [ManagedObjectID]) {
         self.resultType = resultType
         self.objectIDs = resultType == .objectIDs ? ids : nil
         self.count = resultType == .count ? ids.count : nil
@@ -51,6 +55,10 @@ public struct PersistentStoreResult: Sendable {
     /// ```swift
     /// PersistentStoreResult(.count, count: db.changesCount)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - resultType: What the request asked for.
+    ///   - count: The number of objects changed.
     public init(_ resultType: BatchRequestResultType, count: Int) {
         self.resultType = resultType
         self.objectIDs = nil
@@ -99,18 +107,34 @@ public final class BatchInsertRequest {
     public var resultType: BatchRequestResultType = .statusOnly
 
     /// A request inserting `objects`.
+    ///
+    /// - Parameters:
+    ///   - entityName: The entity of the new objects.
+    ///   - objects: The values of each new object, by attribute name.
     public init(entityName: String, objects: [[String: Any]]) {
         self.entityName = entityName
         self.objectsToInsert = objects
     }
 
     /// A request inserting what `handler` fills, until it returns `true`.
+    ///
+    /// - Parameters:
+    ///   - entityName: The entity of the new objects.
+    ///   - dictionaryHandler: Fills the values of one new object, by attribute
+    ///     name; returns `true` when there are no more (that call's values are
+    ///     not inserted).
     public init(entityName: String, dictionaryHandler: @escaping (inout [String: Any]) -> Bool) {
         self.entityName = entityName
         self.dictionaryHandler = dictionaryHandler
     }
 
     /// A request inserting the objects `handler` fills, until it returns `true`.
+    ///
+    /// - Parameters:
+    ///   - entityName: The entity of the new objects.
+    ///   - managedObjectHandler: Fills one new object of the entity's class, in no
+    ///     context; returns `true` when there are no more (that call's object is
+    ///     not inserted).
     public init(entityName: String, managedObjectHandler: @escaping (ManagedObject) -> Bool) {
         self.entityName = entityName
         self.managedObjectHandler = managedObjectHandler
@@ -128,7 +152,7 @@ public final class BatchInsertRequest {
 /// let updated = try context.execute(request).count
 /// ```
 ///
-/// A value is a constant, or a ``CoreExpression`` evaluated against each object
+/// A value is a constant, or a `CoreExpression` evaluated against each object
 /// (`rating + 1`). Each updated row's `Z_OPT` is bumped, so contexts holding the
 /// old version see a merge conflict when they save.
 public final class BatchUpdateRequest {
@@ -136,7 +160,7 @@ public final class BatchUpdateRequest {
     public var entityName: String
     /// Which objects are updated (nil: all).
     public var predicate: CorePredicate?
-    /// The new values, by attribute name: constants or ``CoreExpression``s.
+    /// The new values, by attribute name: constants or `CoreExpression`s.
     public var propertiesToUpdate: [String: Any]?
     /// Whether objects of subentities are updated too.
     public var includesSubentities = true
@@ -144,6 +168,8 @@ public final class BatchUpdateRequest {
     public var resultType: BatchRequestResultType = .statusOnly
 
     /// A request updating objects of `entityName`.
+    ///
+    /// - Parameter entityName: The entity whose objects are updated.
     public init(entityName: String) { self.entityName = entityName }
 }
 
@@ -166,11 +192,15 @@ public final class BatchDeleteRequest {
     /// Whether objects of subentities are deleted too.
     public let includesSubentities: Bool
     /// The objects to delete, for a request made with IDs.
-    public let objectIDs: [ObjectID]?
+    public let objectIDs: [ManagedObjectID]?
     /// What ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest)`` returns.
     public var resultType: BatchRequestResultType = .statusOnly
 
     /// A request deleting the objects of `entityName` that match `predicate`.
+    ///
+    /// - Parameters:
+    ///   - entityName: The entity whose objects are deleted, with its subentities'.
+    ///   - predicate: Which objects are deleted; nil for all.
     public init(entityName: String, predicate: CorePredicate? = nil) {
         self.entityName = entityName
         self.predicate = predicate
@@ -180,6 +210,9 @@ public final class BatchDeleteRequest {
 
     /// A request deleting the objects a fetch request matches (its entity,
     /// predicate and `includesSubentities`).
+    ///
+    /// - Parameter fetchRequest: The request whose objects are deleted; its sort,
+    ///   offset and limit are ignored.
     public init<Result>(fetchRequest: FetchRequest<Result>) {
         self.entityName = fetchRequest.entity?.name ?? fetchRequest.entityName
         self.predicate = fetchRequest.predicate
@@ -188,7 +221,9 @@ public final class BatchDeleteRequest {
     }
 
     /// A request deleting these objects (all of one entity).
-    public init(objectIDs: [ObjectID]) {
+    ///
+    /// - Parameter objectIDs: The IDs of the objects, all of one entity.
+    public init(objectIDs: [ManagedObjectID]) {
         self.entityName = objectIDs.first?.entityName
         self.predicate = nil
         self.includesSubentities = true

@@ -4,6 +4,18 @@ import OpenCoreDataPredicates
 extension ManagedObjectContext {
     /// Runs a batch insert in the store (`execute(_:)`): no object is created in
     /// any context. Merge the returned IDs into live contexts if they need them.
+    ///
+    /// - Parameter request: The entity and the values of the new objects.
+    /// - Returns: What the request's ``BatchInsertRequest/resultType`` asks for:
+    ///   success, the number of objects inserted, or their IDs.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/coreData`` (134060) when
+    ///   the context has no coordinator or the model has no such entity;
+    ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
+    ///   for a key that is not an attribute;
+    ///   ``CoreDataError/Code/persistentStoreSave`` (134030) when no store holds
+    ///   the entity or the store is read-only;
+    ///   ``CoreDataError/Code/managedObjectValidation`` (1550) for a value of the
+    ///   wrong type; any error the store reports while writing.
     @discardableResult
     public func execute(_ request: BatchInsertRequest) throws -> PersistentStoreResult {
         assertOnQueue()
@@ -51,6 +63,16 @@ extension ManagedObjectContext {
     /// Runs a batch update in the store (`execute(_:)`): objects registered in
     /// contexts keep their old values until refreshed (merge the returned IDs with
     /// ``mergeChanges(fromRemoteContextSave:into:)``).
+    ///
+    /// - Parameter request: The entity, predicate and new values.
+    /// - Returns: What the request's ``BatchUpdateRequest/resultType`` asks for:
+    ///   success, the number of objects updated, or their IDs.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/coreData`` (134060) when
+    ///   the context has no coordinator or the model has no such entity;
+    ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
+    ///   for a key that is not a stored attribute;
+    ///   ``CoreDataError/Code/persistentStoreSave`` (134030) when a store is
+    ///   read-only; any error the store reports while writing.
     @discardableResult
     public func execute(_ request: BatchUpdateRequest) throws -> PersistentStoreResult {
         assertOnQueue()
@@ -78,6 +100,20 @@ extension ManagedObjectContext {
     /// Runs a batch delete in the store (`execute(_:)`), delete rules included.
     /// Contexts keep the deleted objects until you merge the returned IDs with
     /// ``mergeChanges(fromRemoteContextSave:into:)``.
+    ///
+    /// - Parameter request: The entity and predicate, or the object IDs.
+    /// - Returns: What the request's ``BatchDeleteRequest/resultType`` asks for:
+    ///   success, the number of objects deleted, or their IDs (cascaded deletes
+    ///   included).
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/coreData`` (134060) when
+    ///   the context has no coordinator or the model has no such entity;
+    ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
+    ///   for IDs of several entities or a temporary ID;
+    ///   ``CoreDataError/Code/validationRelationshipDeniedDelete`` (1600) when a
+    ///   deny relationship has destinations;
+    ///   ``CoreDataError/Code/persistentStoreSave`` (134030) when the delete
+    ///   would break a mandatory inverse or a store is read-only; any error the
+    ///   store reports while writing.
     @discardableResult
     public func execute(_ request: BatchDeleteRequest) throws -> PersistentStoreResult {
         assertOnQueue()
@@ -120,7 +156,7 @@ extension ManagedObjectContext {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
         }
-        var ids: [ObjectID] = []
+        var ids: [ManagedObjectID] = []
         var count = 0
         func add(_ result: PersistentStoreResult) {
             ids += result.objectIDs ?? []
@@ -181,8 +217,14 @@ extension ManagedObjectContext {
     ///     fromRemoteContextSave: [RemoteChangeKey.deleted: result.objectIDs ?? []],
     ///     into: [context, otherContext])
     /// ```
-    public static func mergeChanges(fromRemoteContextSave changes: [String: [ObjectID]], into contexts: [ManagedObjectContext]) {
-        func ids(_ key: String, _ idsKey: String) -> Set<ObjectID> {
+    ///
+    /// - Parameters:
+    ///   - changes: The IDs of the inserted, updated and deleted objects, by the
+    ///     keys of ``RemoteChangeKey``.
+    ///   - contexts: The contexts to merge into; each merges on its own queue,
+    ///     and the call waits for them.
+    public static func mergeChanges(fromRemoteContextSave changes: [String: [ManagedObjectID]], into contexts: [ManagedObjectContext]) {
+        func ids(_ key: String, _ idsKey: String) -> Set<ManagedObjectID> {
             Set((changes[key] ?? []) + (changes[idsKey] ?? []))
         }
         // The same merge as a save of another context, given by IDs.

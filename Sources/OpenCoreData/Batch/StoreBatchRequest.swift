@@ -27,17 +27,34 @@ public enum StoreBatchRequest: Sendable {
     /// The rows of the fetch are deleted.
     case delete(StoreFetch)
     /// The rows of these objects are deleted.
-    case deleteObjects([ObjectID])
+    case deleteObjects([ManagedObjectID])
 }
 
 extension PersistentStore {
     /// Runs a batch request over the store's rows in one save.
-    public func execute(_ request: StoreBatchRequest) throws -> [ObjectID] {
+    ///
+    /// - Parameter request: The rows to insert, update or delete.
+    /// - Returns: The IDs of the rows inserted, updated or deleted (deletes by
+    ///   cascade included).
+    /// - Throws: The errors of ``executeOverRows(_:)``.
+    public func execute(_ request: StoreBatchRequest) throws -> [ManagedObjectID] {
         try executeOverRows(request)
     }
 
     /// The default batch execution: rows fetched, changed and saved at once.
-    public func executeOverRows(_ request: StoreBatchRequest) throws -> [ObjectID] {
+    ///
+    /// - Parameter request: The rows to insert, update or delete.
+    /// - Returns: The IDs of the rows inserted, updated or deleted (deletes by
+    ///   cascade included).
+    /// - Throws: ``CoreDataError``:
+    ///   ``CoreDataError/Code/managedObjectValidation`` (1550) for a value of the
+    ///   wrong type; ``CoreDataError/Code/persistentStoreUnsupportedRequestType``
+    ///   (134091) for an update of a property that is not an attribute;
+    ///   ``CoreDataError/Code/validationRelationshipDeniedDelete`` (1600) when a
+    ///   deny relationship has destinations;
+    ///   ``CoreDataError/Code/persistentStoreSave`` (134030) when a delete would
+    ///   break a mandatory inverse; any error of the store's save.
+    public func executeOverRows(_ request: StoreBatchRequest) throws -> [ManagedObjectID] {
         switch request {
         case let .insert(entity, values):
             let ids = try newObjectIDs(for: entity, count: values.count)
@@ -112,16 +129,16 @@ enum StoreBatchExecution {
     }
 
     /// Deletes rows and applies the delete rules, in one save.
-    static func delete(_ rows: [RowSnapshot], in store: any PersistentStore) throws -> [ObjectID] {
-        var deleted: [ObjectID: RowSnapshot] = [:]
-        var order: [ObjectID] = []
+    static func delete(_ rows: [RowSnapshot], in store: any PersistentStore) throws -> [ManagedObjectID] {
+        var deleted: [ManagedObjectID: RowSnapshot] = [:]
+        var order: [ManagedObjectID] = []
         var pending = rows
         for row in rows where deleted[row.objectID] == nil {
             deleted[row.objectID] = row
             order.append(row.objectID)
         }
         // Nullified inverses: destination row, then the indexes to clear.
-        var nullified: [ObjectID: (RowSnapshot, Set<Int>)] = [:]
+        var nullified: [ManagedObjectID: (RowSnapshot, Set<Int>)] = [:]
         while let row = pending.popLast() {
             let entity = row.objectID.entity
             for property in entity.allProperties {
@@ -131,7 +148,7 @@ enum StoreBatchExecution {
                 case .nullify where relationship.inverseRelationship?.isToMany != false: continue
                 default: break
                 }
-                let destinations: [ObjectID]
+                let destinations: [ManagedObjectID]
                 if relationship.isToMany {
                     if case .toMany(let ids?)? = row.value(named: relationship.name) {
                         destinations = ids

@@ -55,6 +55,12 @@ open class PersistentContainer: @unchecked Sendable {
     /// ```swift
     /// let container = PersistentContainer(name: "Moody", bundle: .module)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The model's name, also the default store's file name.
+    ///   - bundle: A bundle to search first (`Bundle.module` for a package's
+    ///     resources); the main bundle is searched after it.
+    ///   - searchPaths: More folders to search, last.
     public convenience init(name: String, bundle: Bundle? = nil, searchPaths: [URL] = []) {
         var model = ManagedObjectModel()
         var problem: CoreDataError?
@@ -76,6 +82,12 @@ open class PersistentContainer: @unchecked Sendable {
     /// ```swift
     /// let container = PersistentContainer(name: "Moody", managedObjectModel: model)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The container's name, the default store's file name.
+    ///   - model: The model; it is validated and becomes immutable. An invalid
+    ///     model is reported by ``loadPersistentStores(completionHandler:)``, with
+    ///     code ``CoreDataError/Code/persistentStoreOpen`` (134080).
     public init(name: String, managedObjectModel model: ManagedObjectModel) {
         self.name = name
         var problem: CoreDataError?
@@ -99,6 +111,8 @@ open class PersistentContainer: @unchecked Sendable {
     /// Linux and other Unix systems, Application Support on Apple platforms, the
     /// local application data folder on Windows. Override it in a subclass to
     /// move them.
+    ///
+    /// - Returns: The folder of the default store description's file.
     open class func defaultDirectoryURL() -> URL {
         #if canImport(Darwin)
         return FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
@@ -150,6 +164,12 @@ open class PersistentContainer: @unchecked Sendable {
     ///     if let error { print("Could not open \(description): \(error)") }
     /// }
     /// ```
+    ///
+    /// - Parameter completionHandler: Called once per description, with the
+    ///   description and nil, or the ``CoreDataError`` that kept the store from
+    ///   opening (the model's error when the model could not be loaded; see
+    ///   ``PersistentStoreCoordinator/addPersistentStore(type:configuration:at:options:)``
+    ///   for the others).
     public func loadPersistentStores(completionHandler: @escaping @Sendable (PersistentStoreDescription, (any Error)?) -> Void) {
         for description in persistentStoreDescriptions {
             if description.shouldAddStoreAsynchronously {
@@ -167,6 +187,11 @@ open class PersistentContainer: @unchecked Sendable {
     /// ```swift
     /// try await container.loadPersistentStores()
     /// ```
+    ///
+    /// - Throws: The first ``CoreDataError`` met: the model's error when the model
+    ///   could not be found (``CoreDataError/Code/fileReadNoSuchFile``, 260), read or
+    ///   validated, else the error of the first store that did not open (see
+    ///   ``PersistentStoreCoordinator/addPersistentStore(type:configuration:at:options:)``).
     public func loadPersistentStores() async throws {
         for description in persistentStoreDescriptions {
             let error: CoreDataError? = await withCheckedContinuation { continuation in
@@ -202,6 +227,8 @@ open class PersistentContainer: @unchecked Sendable {
     /// let context = container.newBackgroundContext()
     /// try await context.perform { try context.save() }
     /// ```
+    ///
+    /// - Returns: A new private-queue context, with no parent.
     public func newBackgroundContext() -> ManagedObjectContext {
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = persistentStoreCoordinator
@@ -217,6 +244,8 @@ open class PersistentContainer: @unchecked Sendable {
     ///     try? context.save()
     /// }
     /// ```
+    ///
+    /// - Parameter block: The work, given the new context.
     public func performBackgroundTask(_ block: @escaping @Sendable (ManagedObjectContext) -> Void) {
         let context = newBackgroundContext()
         context.perform { block(context) }
@@ -229,6 +258,10 @@ open class PersistentContainer: @unchecked Sendable {
     ///     try context.count(for: FetchRequest<ManagedObject>(entityName: "Mood"))
     /// }
     /// ```
+    ///
+    /// - Parameter block: The work, given the new context.
+    /// - Returns: The value `block` returns.
+    /// - Throws: The error `block` throws.
     public func performBackgroundTask<T, E: Error>(_ block: @escaping @Sendable (ManagedObjectContext) throws(E) -> T) async throws(E) -> T {
         let context = newBackgroundContext()
         return try await context.perform(schedule: .enqueued) { () throws(E) -> T in try block(context) }

@@ -54,6 +54,8 @@ public struct PersistentStoreDescription: Sendable, Hashable, CustomStringConver
     public var shouldAddStoreAsynchronously = false
 
     /// A description of an SQLite store at `url`.
+    ///
+    /// - Parameter url: The store's file.
     public init(url: URL) {
         self.url = url
         shouldMigrateStoreAutomatically = true
@@ -61,6 +63,10 @@ public struct PersistentStoreDescription: Sendable, Hashable, CustomStringConver
     }
 
     /// A description of a store of `type` (an in-memory store needs no URL).
+    ///
+    /// - Parameters:
+    ///   - type: The store's type.
+    ///   - url: The store's file; nil for an in-memory store.
     public init(type: PersistentStoreType, url: URL? = nil) {
         self.url = url
         self.type = type
@@ -69,6 +75,10 @@ public struct PersistentStoreDescription: Sendable, Hashable, CustomStringConver
     }
 
     /// Sets an option (nil removes it).
+    ///
+    /// - Parameters:
+    ///   - value: The option's value, or nil to remove it.
+    ///   - key: The option's key: one of ``OptionKey``, or `pragma.<name>`.
     public mutating func setOption(_ value: String?, forKey key: String) {
         options[key] = value
     }

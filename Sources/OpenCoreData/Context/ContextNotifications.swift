@@ -12,7 +12,7 @@ extension ManagedObjectContext {
     /// Posted after a successful save, right after ``didSaveNotification``, with the
     /// object IDs only (`NSManagedObjectContextDidSaveObjectIDsNotification`):
     /// ``NotificationKey/insertedObjectIDs``, ``NotificationKey/updatedObjectIDs`` and
-    /// ``NotificationKey/deletedObjectIDs``, each a `Set<ObjectID>`; `object` is the
+    /// ``NotificationKey/deletedObjectIDs``, each a `Set<ManagedObjectID>`; `object` is the
     /// context. Unlike managed objects, the IDs may be kept and handed to other
     /// queues, which is why Core Data recommends this notification over the other.
     ///
@@ -39,11 +39,11 @@ extension ManagedObjectContext {
         public static let invalidatedObjects = "invalidated"
         /// Present (true) when every object was invalidated (`reset()`).
         public static let invalidatedAllObjects = "invalidatedAll"
-        /// `Set<ObjectID>` inserted.
+        /// `Set<ManagedObjectID>` inserted.
         public static let insertedObjectIDs = "inserted_objectIDs"
-        /// `Set<ObjectID>` updated.
+        /// `Set<ManagedObjectID>` updated.
         public static let updatedObjectIDs = "updated_objectIDs"
-        /// `Set<ObjectID>` deleted.
+        /// `Set<ManagedObjectID>` deleted.
         public static let deletedObjectIDs = "deleted_objectIDs"
     }
 
@@ -140,23 +140,23 @@ extension ManagedObjectContext {
 /// What one event of a context changed, by object ID.
 public struct ContextChangeSummary: Sendable, Hashable {
     /// Objects inserted during the event.
-    public var insertedObjectIDs: Set<ObjectID>
+    public var insertedObjectIDs: Set<ManagedObjectID>
     /// Objects updated during the event.
-    public var updatedObjectIDs: Set<ObjectID>
+    public var updatedObjectIDs: Set<ManagedObjectID>
     /// Objects deleted during the event.
-    public var deletedObjectIDs: Set<ObjectID>
+    public var deletedObjectIDs: Set<ManagedObjectID>
     /// Objects refreshed during the event.
-    public var refreshedObjectIDs: Set<ObjectID>
+    public var refreshedObjectIDs: Set<ManagedObjectID>
 }
 
 /// What one save of a context changed, by object ID.
 public struct ContextSaveSummary: Sendable, Hashable {
     /// The IDs (permanent) of the objects inserted.
-    public var insertedObjectIDs: Set<ObjectID>
+    public var insertedObjectIDs: Set<ManagedObjectID>
     /// The IDs of the objects updated.
-    public var updatedObjectIDs: Set<ObjectID>
+    public var updatedObjectIDs: Set<ManagedObjectID>
     /// The IDs of the objects deleted.
-    public var deletedObjectIDs: Set<ObjectID>
+    public var deletedObjectIDs: Set<ManagedObjectID>
     /// The name of the context that saved.
     public var contextName: String?
     /// The author of the save.

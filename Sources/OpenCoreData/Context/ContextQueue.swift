@@ -136,6 +136,8 @@ extension ManagedObjectContext {
     ///     try? context.save()
     /// }
     /// ```
+    ///
+    /// - Parameter block: The work to run on the context's queue.
     public func perform(_ block: @escaping @Sendable () -> Void) {
         contextQueue.queue.async {
             block()
@@ -157,6 +159,14 @@ extension ManagedObjectContext {
     /// queue runs the block at once; with ``ScheduledTaskType/enqueued`` it always
     /// waits for the work enqueued before it. Return object IDs or values, never
     /// managed objects: they belong to the context's queue.
+    ///
+    /// - Parameters:
+    ///   - schedule: Whether a caller already on the context's queue runs the
+    ///     block at once (``ScheduledTaskType/immediate``) or after the work
+    ///     already enqueued (``ScheduledTaskType/enqueued``).
+    ///   - block: The work to run on the context's queue.
+    /// - Returns: The value `block` returns.
+    /// - Throws: The error `block` throws.
     public func perform<T, E: Error>(schedule: ScheduledTaskType = .immediate,
                                      _ block: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         if schedule == .immediate && contextQueue.isCurrent {
@@ -187,6 +197,10 @@ extension ManagedObjectContext {
     ///
     /// Waiting on a main-queue context from a background thread while the main
     /// thread waits for that thread deadlocks, as in Core Data.
+    ///
+    /// - Parameter block: The work to run on the context's queue.
+    /// - Returns: The value `block` returns.
+    /// - Throws: The error `block` throws.
     public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
         if contextQueue.isCurrent { return try block() }
         return try contextQueue.sync { Result<T, E> { () throws(E) -> T in try block() } }.get()

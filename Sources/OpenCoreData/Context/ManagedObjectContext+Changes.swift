@@ -29,7 +29,7 @@ extension ManagedObjectContext {
     /// the store can and this context shares the coordinator's row cache): objects
     /// not registered yet become faults whose rows wait in the row cache, so firing
     /// them costs no further query. Nil: ask for the IDs instead.
-    func sourceRelatedObjects(of id: ObjectID, relationship: RelationshipDescription) -> [ManagedObject]? {
+    func sourceRelatedObjects(of id: ManagedObjectID, relationship: RelationshipDescription) -> [ManagedObject]? {
         guard sharesRowCache, let coordinator = persistentStoreCoordinator else { return nil }
         // Read before the rows, as for a fetch: the faults trust their rows only
         // while no save has changed any row since (see `makeFault`).
@@ -68,7 +68,7 @@ extension ManagedObjectContext {
     /// The objects prefetching filled the to-many relationship at `index` of
     /// `object` with, when they still stand for its value `ids` (see
     /// `ManagedObject.PrefetchedMembers`): no registry lookup per member. Nil otherwise.
-    func prefetchedMembers(of object: ManagedObject, index: Int, ids: [ObjectID]) -> [ManagedObject]? {
+    func prefetchedMembers(of object: ManagedObject, index: Int, ids: [ManagedObjectID]) -> [ManagedObject]? {
         guard !object.prefetchedMembers.isEmpty,
               let entry = object.prefetchedMembers.first(where: { $0.index == index }),
               entry.stand(for: ids, generation: registry.generation) else { return nil }
@@ -77,7 +77,7 @@ extension ManagedObjectContext {
 
     /// Gives the to-many fault at `index` of `object` its members: the relationship
     /// is loaded, and stays unchanged (its committed value is the same).
-    func fillToManyFault(of object: ManagedObject, at index: Int, with ids: [ObjectID]) {
+    func fillToManyFault(of object: ManagedObject, at index: Int, with ids: [ManagedObjectID]) {
         object.writeLoadedValue(.toMany(ids), at: index)
         if object.eventNumber == eventNumber, object.eventStart != nil { object.eventStart?[index] = .toMany(ids) }
     }

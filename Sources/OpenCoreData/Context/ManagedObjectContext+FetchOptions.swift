@@ -111,14 +111,14 @@ extension ManagedObjectContext {
     // MARK: Object IDs
 
     /// `SELF IN {ids}`, built without parsing.
-    static func objectsPredicate(_ ids: [ObjectID]) -> CorePredicate {
+    static func objectsPredicate(_ ids: [ManagedObjectID]) -> CorePredicate {
         .comparison(ComparisonPredicate(.evaluatedObject, .in, .constant(.array(ids.map { .uri($0.uriRepresentation()) }))))
     }
 
     /// The IDs of an object ID fetch straight from the store's keys, without
     /// creating objects, when nothing needs merging here (no unsaved changes of
     /// the entity, one store); nil otherwise.
-    func storedObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID]? {
+    func storedObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObjectID]? {
         assertOnQueue("fetch(_:)")
         let entity = try resolveEntity(request)
         guard parent == nil, let coordinator = persistentStoreCoordinator else { return nil }
@@ -205,8 +205,8 @@ extension ManagedObjectContext {
             fetch.predicate = try CorePredicate(format: inverse.isToMany ? "ANY \(inverse.name) IN %@" : "\(inverse.name) IN %@",
                                                 AttributeValue.array(uris))
         } else {
-            var seen = Set<ObjectID>()
-            var missing: [ObjectID] = []
+            var seen = Set<ManagedObjectID>()
+            var missing: [ManagedObjectID] = []
             for object in relevant {
                 guard let index = object.entity.propertyIndex(named: name), case .toOne(let id?)? = object.slot(index),
                       seen.insert(id).inserted else { continue }
@@ -219,11 +219,11 @@ extension ManagedObjectContext {
             fetch.predicate = ManagedObjectContext.objectsPredicate(missing)
         }
         let rows = try sourceRows(fetch)
-        var fetched: [ObjectID: ManagedObject] = [:]
+        var fetched: [ManagedObjectID: ManagedObject] = [:]
         for row in rows { fetched[row.objectID] = prefetchedObject(row) }
         // Each source keeps its destinations alive; to-many relationships whose
         // inverse is a to-one are filled in from the fetched rows.
-        var members: [ObjectID: [ObjectID]] = [:]
+        var members: [ManagedObjectID: [ManagedObjectID]] = [:]
         if relationship.isToMany, let inverse = relationship.inverseRelationship, !inverse.isToMany {
             for row in rows {
                 if case .toOne(let owner?)? = row.value(named: inverse.name) { members[owner, default: []].append(row.objectID) }

@@ -12,6 +12,15 @@ extension ManagedObjectContext {
     /// request.predicate = try CorePredicate(format: "country.numericISO3166Code == %d", 276)
     /// let moods = try context.fetch(request)
     /// ```
+    ///
+    /// - Parameter request: The request: entity, predicate, sort, limits and
+    ///   result type.
+    /// - Returns: The matching results, of the request's result type (objects,
+    ///   object IDs, dictionaries, or a single count).
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the request has no entity, names one the model lacks,
+    ///   the context has no coordinator, or a result is not of type `Result`;
+    ///   any error the store reports while reading.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
         switch request.resultType {
@@ -51,6 +60,13 @@ extension ManagedObjectContext {
     }
 
     /// The number of objects a request would return (`count(for:)`).
+    ///
+    /// - Parameter request: The request to count the results of; its offset and
+    ///   limit apply.
+    /// - Returns: The number of results, 0 when the context has no coordinator.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the request has no entity or names one the model lacks;
+    ///   any error the store reports while reading.
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
         assertOnQueue()
         let entity = try resolveEntity(request)
@@ -134,7 +150,7 @@ extension ManagedObjectContext {
         }
         // The class of the last row's entity (one identity check per row, no atomic load).
         var lastClass: (entity: EntityDescription, type: ManagedObject.Type)?
-        func objectClass(_ id: ObjectID) -> ManagedObject.Type {
+        func objectClass(_ id: ManagedObjectID) -> ManagedObject.Type {
             if let lastClass, id.hasEntity(lastClass.entity) { return lastClass.type }
             let type = ManagedObjectClasses.type(for: id.entity)
             lastClass = (id.entity, type)

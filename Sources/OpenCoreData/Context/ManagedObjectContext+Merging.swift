@@ -25,6 +25,9 @@ extension ManagedObjectContext {
     /// ```
     ///
     /// Or let ``automaticallyMergesChangesFromParent`` do it.
+    ///
+    /// - Parameter notification: A ``didSaveNotification`` or
+    ///   ``didSaveObjectIDsNotification``; any other notification is ignored.
     public func mergeChanges(fromContextDidSave notification: Notification) {
         guard let save = ContextSaveSummary(didSaveNotification: notification) else { return }
         mergeChanges(from: save)
@@ -39,6 +42,9 @@ extension ManagedObjectContext {
     ///     await viewContext.perform { viewContext.mergeChanges(from: save) }
     /// }
     /// ```
+    ///
+    /// - Parameter save: The object IDs the other context inserted, updated and
+    ///   deleted.
     public func mergeChanges(from save: ContextSaveSummary) {
         assertOnQueue()
         processPendingChanges()
@@ -79,7 +85,7 @@ extension ManagedObjectContext {
     /// Removes `ids` from the relationships of every registered object, in its
     /// current and its committed values (the store no longer has them: that is
     /// not a change of this context).
-    private func forget(_ ids: Set<ObjectID>) {
+    private func forget(_ ids: Set<ManagedObjectID>) {
         func scrub(_ values: inout RowValues) {
             for index in values.indices {
                 switch values[index] {
@@ -170,6 +176,9 @@ extension ContextSaveSummary {
     /// ```swift
     /// let save = ContextSaveSummary(didSaveNotification: notification)
     /// ```
+    ///
+    /// - Parameter notification: The notification a context (or a history
+    ///   transaction) posted.
     public init?(didSaveNotification notification: Notification) {
         // A did-save notification, or an object-ID one (a context's, or a history
         // transaction's).
@@ -177,9 +186,9 @@ extension ContextSaveSummary {
                 || notification.name == ManagedObjectContext.didSaveObjectIDsNotification else { return nil }
         let info = notification.userInfo ?? [:]
         typealias Key = ManagedObjectContext.NotificationKey
-        self.init(insertedObjectIDs: info[Key.insertedObjectIDs] as? Set<ObjectID> ?? [],
-                  updatedObjectIDs: info[Key.updatedObjectIDs] as? Set<ObjectID> ?? [],
-                  deletedObjectIDs: info[Key.deletedObjectIDs] as? Set<ObjectID> ?? [],
+        self.init(insertedObjectIDs: info[Key.insertedObjectIDs] as? Set<ManagedObjectID> ?? [],
+                  updatedObjectIDs: info[Key.updatedObjectIDs] as? Set<ManagedObjectID> ?? [],
+                  deletedObjectIDs: info[Key.deletedObjectIDs] as? Set<ManagedObjectID> ?? [],
                   contextName: (notification.object as? ManagedObjectContext)?.name,
                   transactionAuthor: (notification.object as? ManagedObjectContext)?.transactionAuthor)
     }

@@ -6,13 +6,13 @@ extension ManagedObjectContext {
 
     /// The row of `id` as this context's source has it: the parent context's
     /// object (with the parent's unsaved changes), or the coordinator's row.
-    func sourceRow(for id: ObjectID) throws -> RowSnapshot? {
+    func sourceRow(for id: ManagedObjectID) throws -> RowSnapshot? {
         if let parent { return try parent.performAndWait { () throws -> RowSnapshot? in try parent.rowForChild(id) } }
         return try persistentStoreCoordinator?.row(for: id, generation: try readGeneration())
     }
 
     /// The row of `id` as stored now, bypassing caches (a child asks its parent).
-    func freshRow(for id: ObjectID) throws -> RowSnapshot? {
+    func freshRow(for id: ManagedObjectID) throws -> RowSnapshot? {
         if parent != nil { return try sourceRow(for: id) }
         return try persistentStoreCoordinator?.storeRow(for: id, generation: try readGeneration())
     }
@@ -41,7 +41,7 @@ extension ManagedObjectContext {
     }
 
     /// The destinations of a to-many relationship in this context's source.
-    func sourceRelatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    func sourceRelatedObjectIDs(of id: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         if let parent {
             return parent.performAndWait { parent.relatedIDsForChild(of: id, relationship: relationship) }
         }
@@ -52,13 +52,13 @@ extension ManagedObjectContext {
 
     /// The parent's object for an ID a child uses: temporary IDs of objects the
     /// parent saved since are followed to their permanent IDs.
-    func objectForChild(_ id: ObjectID) -> ManagedObject? {
+    func objectForChild(_ id: ManagedObjectID) -> ManagedObject? {
         if let object = registry[id] { return object }
         if let saved = savedTemporaryIDs[id] { return object(with: saved) }
         return id.isTemporaryID ? nil : object(with: id)
     }
 
-    func rowForChild(_ id: ObjectID) throws -> RowSnapshot? {
+    func rowForChild(_ id: ManagedObjectID) throws -> RowSnapshot? {
         guard let object = objectForChild(id), !object.deletedFlag else { return nil }
         if object.isFault {
             guard try sourceRow(for: object.objectID) != nil else { return nil }
@@ -81,7 +81,7 @@ extension ManagedObjectContext {
         }
     }
 
-    func relatedIDsForChild(of id: ObjectID, relationship: RelationshipDescription) -> [ObjectID] {
+    func relatedIDsForChild(of id: ManagedObjectID, relationship: RelationshipDescription) -> [ManagedObjectID] {
         guard let object = objectForChild(id), let index = object.entity.propertyIndex(named: relationship.name) else { return [] }
         return relatedObjects(of: object, index: index).map(\.objectID)
     }

@@ -21,6 +21,14 @@ extension ManagedObjectContext {
     ///     context.rollback()
     /// }
     /// ```
+    ///
+    /// - Throws: ``CoreDataError``: a validation code (1550-1690, or
+    ///   ``CoreDataError/Code/validationMultipleErrors`` gathering several);
+    ///   ``CoreDataError/Code/managedObjectMerge`` (133020) or
+    ///   ``CoreDataError/Code/managedObjectConstraintMerge`` (133021) for conflicts
+    ///   the merge policy leaves; ``CoreDataError/Code/persistentStoreSave``
+    ///   (134030) when the context has no coordinator; any error the store
+    ///   reports while writing.
     public func save() throws {
         assertOnQueue()
         try saveResolvingConflicts()
@@ -69,7 +77,7 @@ extension ManagedObjectContext {
 
         // Permanent IDs for new objects, per entity, aligned with `inserted`.
         // (A child context keeps temporary IDs: its parent gets them.)
-        var newIDs = [ObjectID?](repeating: nil, count: inserted.count)
+        var newIDs = [ManagedObjectID?](repeating: nil, count: inserted.count)
         if parent == nil {
             for group in sorting.temporaryByEntity {
                 let ids = try coordinator.newObjectIDs(for: group.entity, count: group.indexes.count)
@@ -79,7 +87,7 @@ extension ManagedObjectContext {
         // Relationship values name objects by ID: new objects' temporary IDs become
         // permanent, forgotten objects drop out. Without relationships in the save,
         // values are stored as they are.
-        var mapping: [ObjectID: ObjectID] = [:]
+        var mapping: [ManagedObjectID: ManagedObjectID] = [:]
         if hasRelationships || hasChildren.load(ordering: .relaxed) {
             mapping.reserveCapacity(inserted.count)
             for (object, id) in zip(inserted, newIDs) { if let id { mapping[object.objectID] = id } }
@@ -144,7 +152,7 @@ extension ManagedObjectContext {
         let version: Int64 = parent == nil ? 1 : 0
         // One pass over each kind of object (each pass over many objects is paid in
         // cache misses); the IDs for the notifications are gathered on the way.
-        var insertedIDs: [ObjectID] = []
+        var insertedIDs: [ManagedObjectID] = []
         insertedIDs.reserveCapacity(inserted.count)
         // When the saved objects are all the change sets hold (the usual case), the
         // sets are emptied at once: removing keys one by one from a large set
@@ -240,19 +248,95 @@ extension ManagedObjectContext {
 
     /// Gives new objects permanent IDs now, before they are saved
     /// (`obtainPermanentIDs(for:)`).
+    ///
+    /// - Parameter objects: The objects to give permanent IDs; those that have
+    ///   one already, or belong to another context, are left alone.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the context has no coordinator; any error the store
+    ///   reports while making the IDs.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
         guard let coordinator = persistentStoreCoordinator else {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
         }
         let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
-        var mapping: [ObjectID: ObjectID] = [:]
+        var mapping: [ManagedObjectID: ManagedObjectID] = [:]
         for group in Dictionary(grouping: temporary, by: { ObjectIdentifier($0.entity) }).values {
             guard let first = group.first else { continue }
             let ids = try coordinator.newObjectIDs(for: first.entity, count: group.count)
             for (object, id) in zip(group, ids) { mapping[object.objectID] = id }
         }
+        rekey(temporary, mapping: mapping)
+    }
+
+    /// Gives new objects the permanent IDs of rows their store does not hold yet,
+    /// chosen by the caller: what copying a store with its primary keys needs, so
+    /// that the copy's object URIs are the original's (`ocd store load` does this).
+    ///
+    /// ```swift
+    /// // The store of `coordinator` has the UUID of the store the URI comes from.
+    /// let id = try #require(coordinator.managedObjectID(forURIRepresentation: uri))
+    /// let mood = ManagedObject(entity: id.entity, insertInto: context)
+    /// try context.assignObjectIDs([id], to: [mood])
+    /// try context.save()                       // the row's Z_PK is the URI's key
+    /// ```
+    ///
+    /// The store reserves the keys: the keys it hands out to other new objects
+    /// afterwards are greater. An ID whose row exists already makes the save fail
+    /// (the store refuses the duplicate key), not overwrite the row.
+    ///
+    /// - Parameters:
+    ///   - objectIDs: Permanent IDs of this context's coordinator's stores, one per
+    ///     object, each of the entity of its object; no object of this context may
+    ///     be registered under one of them.
+    ///   - objects: Objects inserted into this context and not saved yet (they
+    ///     have temporary IDs).
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the counts differ, an object is not a new object of this
+    ///   context, an ID is temporary, of another entity, of no store of the
+    ///   coordinator, or already registered; with code
+    ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
+    ///   when the store cannot reserve keys.
+    public func assignObjectIDs(_ objectIDs: [ManagedObjectID], to objects: [ManagedObject]) throws {
+        assertOnQueue()
+        guard let coordinator = persistentStoreCoordinator else {
+            throw CoreDataError(.coreData, "The context has no persistent store coordinator")
+        }
+        guard objectIDs.count == objects.count else {
+            throw CoreDataError(.coreData, "assignObjectIDs: \(objectIDs.count) IDs for \(objects.count) objects")
+        }
+        var byStore: [ObjectIdentifier: (store: any PersistentStore, ids: [ManagedObjectID])] = [:]
+        var seen = Set<ManagedObjectID>()
+        for (id, object) in zip(objectIDs, objects) {
+            guard object.managedObjectContext === self, object.objectID.isTemporaryID, object.isInserted else {
+                throw CoreDataError(.coreData, "assignObjectIDs: \(object.objectID) is not a new object of this context",
+                                    entityName: object.entity.name)
+            }
+            guard !id.isTemporaryID, id.entity.name == object.entity.name else {
+                throw CoreDataError(.coreData, "assignObjectIDs: \(id) is not a permanent ID of entity \(object.entity.name)",
+                                    entityName: object.entity.name)
+            }
+            guard let identifier = id.storeIdentifier, let store = coordinator.persistentStore(withIdentifier: identifier) else {
+                throw CoreDataError(.coreData, "assignObjectIDs: no store of the coordinator holds \(id)", entityName: id.entity.name)
+            }
+            guard registeredObject(for: id) == nil, seen.insert(id).inserted else {
+                throw CoreDataError(.coreData, "assignObjectIDs: an object is registered under \(id) already", entityName: id.entity.name)
+            }
+            byStore[ObjectIdentifier(store), default: (store, [])].ids.append(id)
+        }
+        for (store, ids) in byStore.values { try store.reserveObjectIDs(ids) }
+        var mapping: [ManagedObjectID: ManagedObjectID] = [:]
+        for (id, object) in zip(objectIDs, objects) {
+            // The store's own ID for the key (its scope), equal to `id`.
+            mapping[object.objectID] = id
+        }
+        rekey(objects, mapping: mapping)
+    }
+
+    /// Re-keys `objects` to the IDs `mapping` gives their current ones, and the
+    /// references every registered object holds to them.
+    private func rekey(_ objects: [ManagedObject], mapping: [ManagedObjectID: ManagedObjectID]) {
         registry.beginRekeying()
-        for object in temporary {
+        for object in objects {
             guard let newID = mapping[object.objectID] else { continue }
             registry.rekey(object, to: newID, fresh: true)
         }
@@ -334,6 +418,12 @@ extension ManagedObjectContext {
     /// merging, unsaved changes are discarded and the object turns back into a
     /// fault; with merging, it gets the latest stored values with its own unsaved
     /// changes applied on top.
+    ///
+    /// - Parameters:
+    ///   - object: An object registered in this context; inserted objects are
+    ///     left alone.
+    ///   - mergeChanges: Whether the object's unsaved changes are kept over the
+    ///     stored values.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.insertedFlag else { return }

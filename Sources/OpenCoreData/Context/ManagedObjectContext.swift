@@ -21,7 +21,7 @@ import Synchronization
 /// ```
 ///
 /// A context and its objects belong to one queue (see ``perform(_:)`` and
-/// <doc:contexts-and-concurrency>); objects are not `Sendable`, other contexts
+/// <doc:ContextsAndConcurrency>); objects are not `Sendable`, other contexts
 /// receive object IDs. Objects nobody holds and that have no unsaved changes are
 /// no longer registered (registration is weak), unless ``retainsRegisteredObjects``
 /// is set; the context frees them when it next looks at them (a lookup, a listing,
@@ -40,6 +40,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
         /// A private queue of the context's own.
         case privateQueue
     }
+
+    /// Whether saves validate the objects they write (true). Tools that copy a
+    /// store as it is (`ocd store load`) turn it off: a store may hold values its
+    /// model's rules refuse, and a copy made in batches is incomplete until its
+    /// last batch (a required relationship is set in a later one).
+    package var validatesOnSave = true
 
     /// The context's concurrency type.
     public let concurrencyType: ConcurrencyType
@@ -79,7 +85,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// temporary IDs became which permanent ones, for the children.
     let hasChildren = Atomic(false)
     /// Temporary IDs of objects saved to the store, and their permanent IDs.
-    @exclusivity(unchecked) var savedTemporaryIDs: [ObjectID: ObjectID] = [:]  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) var savedTemporaryIDs: [ManagedObjectID: ManagedObjectID] = [:]  // unchecked: context queue only, never held across a call
     /// The child contexts that merge this context's saves and their siblings'.
     let mergingChildren = Lock<[ObjectIdentifier: WeakContext]>([:])
     /// A name for the context, recorded in persistent history and logs.
@@ -178,6 +184,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var queryGenerationState = QueryGenerationState.unpinned
 
     /// A context of the given concurrency type.
+    ///
+    /// - Parameter concurrencyType: The queue the context runs on: the main
+    ///   queue, or a private queue of its own.
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
         self.contextQueue = ContextQueue(main: concurrencyType == .mainQueue, label: "OpenCoreData.ManagedObjectContext")
@@ -198,14 +207,20 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     /// The registered object with `id`, or nil (never a new fault, never a fetch).
-    public func registeredObject(for id: ObjectID) -> ManagedObject? {
+    ///
+    /// - Parameter id: The ID of the object.
+    /// - Returns: The object registered under `id`, or nil.
+    public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
         registry[id]
     }
 
     /// The object with `id`: the registered one, else a fault for it (Core Data's
     /// `object(with:)`). The fault fires when a value is read; if the store has no
     /// such object, the values read are nil.
-    public func object(with id: ObjectID) -> ManagedObject {
+    ///
+    /// - Parameter id: The ID of the object.
+    /// - Returns: The registered object, or a new fault registered under `id`.
+    public func object(with id: ManagedObjectID) -> ManagedObject {
         assertOnQueue()
         if let object = registry[id] { return object }
         return makeFault(id, row: nil)
@@ -213,7 +228,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// The object with `id`, loaded from the store, or an error when it does not
     /// exist (Core Data's `existingObject(with:)`).
-    public func existingObject(with id: ObjectID) throws -> ManagedObject {
+    ///
+    /// - Parameter id: The ID of the object.
+    /// - Returns: The object, registered in this context, its values loaded.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/managedObjectReferentialIntegrity`` (133000) when
+    ///   the store has no such object, or `id` is a temporary ID not registered
+    ///   here; any error the store reports while reading.
+    public func existingObject(with id: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue()
         if let object = registry[id] {
             if object.isFault { try fulfill(object) }
@@ -260,7 +282,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// (`PersistentStoreCoordinator.rowGeneration`); after one, it fires from the
     /// coordinator's row cache or the store, and sees the save.
     @discardableResult
-    func makeFault(_ id: ObjectID, row: RowSnapshot?, generation: Int? = nil, type knownType: ManagedObject.Type? = nil,
+    func makeFault(_ id: ManagedObjectID, row: RowSnapshot?, generation: Int? = nil, type knownType: ManagedObject.Type? = nil,
                    unregistered: Bool = false) -> ManagedObject {
         makeFault(id, rowValues: row?.rowValues, version: row?.version ?? 0, generation: generation, type: knownType,
                   unregistered: unregistered)
@@ -271,7 +293,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     ///
     /// `unregistered`: the caller knows no object with `id` is registered (a fetch
     /// into a registry that was empty, see `ObjectRegistry.registerFetched`).
-    func makeFault(_ id: ObjectID, rowValues: consuming RowValues?, version: Int64, generation: Int? = nil,
+    func makeFault(_ id: ManagedObjectID, rowValues: consuming RowValues?, version: Int64, generation: Int? = nil,
                    type knownType: ManagedObject.Type? = nil, unregistered: Bool = false) -> ManagedObject {
         let type = knownType ?? id.withEntity { ManagedObjectClasses.type(for: $0) }
         let object = type.init(entity: id.entity, insertInto: nil)
@@ -354,6 +376,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// Inserts a new object (one created with `insertInto: nil`), or re-inserts a
     /// deleted one. Calls `awakeFromInsert()` on first insertion.
+    ///
+    /// - Parameter object: An object in no context, or one deleted in this
+    ///   context; an object of another context is left alone.
     public func insert(_ object: ManagedObject) {
         assertOnQueue()
         if object.deletedFlag, object.managedObjectContext === self {
@@ -420,6 +445,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Marks an object for deletion at the next save. Delete rules apply at the end
     /// of the event (``processPendingChanges()``). Deleting a new, unsaved object
     /// simply forgets it.
+    ///
+    /// - Parameter object: An object of this context; objects of other contexts,
+    ///   and objects already deleted, are left alone.
     public func delete(_ object: ManagedObject) {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.deletedFlag else { return }

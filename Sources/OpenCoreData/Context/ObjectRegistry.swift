@@ -109,10 +109,10 @@ extension ManagedObjectContext {
         private var slotCount: UInt32 = 0
         private var freeSlots: [UInt32] = []
         /// Objects' slot numbers by permanent ID.
-        private var entries: [ObjectID: UInt32] = [:]
+        private var entries: [ManagedObjectID: UInt32] = [:]
         /// New objects' slot numbers by temporary ID: a save re-keys them all, and
         /// then this table is emptied at once (see `pruneTemporaries`).
-        private var temporaries: [ObjectID: UInt32] = [:]
+        private var temporaries: [ManagedObjectID: UInt32] = [:]
         /// Slots of objects registered under temporary IDs and not yet entered in
         /// `temporaries`: new objects are looked up by temporary ID rarely (most
         /// are saved, and re-keyed through the slot they hold), so an import of
@@ -192,7 +192,7 @@ extension ManagedObjectContext {
 
         /// The object in slot `number` if it is still registered under `id`.
         @inline(__always)
-        private func object(_ number: UInt32, id: ObjectID) -> ManagedObject? {
+        private func object(_ number: UInt32, id: ManagedObjectID) -> ManagedObject? {
             guard let object = registeredObject(number), object.objectID == id else { return nil }
             return object
         }
@@ -205,7 +205,7 @@ extension ManagedObjectContext {
         }
 
         /// The registered object with `id`, if any.
-        subscript(id: ObjectID) -> ManagedObject? {
+        subscript(id: ManagedObjectID) -> ManagedObject? {
             if id.isTemporaryID { enterPendingTemporaries() } else { enterPendingPermanents() }
             guard let number = id.isTemporaryID ? temporaries[id] : entries[id] else { return nil }
             return object(number, id: id)
@@ -301,7 +301,7 @@ extension ManagedObjectContext {
         private(set) var slotsTaken = 0
 
         /// This registry's number for the root entity of `id`'s entity.
-        private func rootNumber(of id: ObjectID) -> UInt8 {
+        private func rootNumber(of id: ManagedObjectID) -> UInt8 {
             if let lastRoot, id.hasEntity(lastRoot.entity) { return lastRoot.number }
             let entity = id.entity
             let root = entity.rootEntity
@@ -481,7 +481,7 @@ extension ManagedObjectContext {
                 // The live entries go into a table already as large as this one
                 // may grow before the next check (twice them): a filtered copy
                 // is sized for them alone and was rehashed again as it grew.
-                var live = [ObjectID: UInt32](minimumCapacity: Swift.max(4096, 2 * (entries.count - entries.count / 4)))
+                var live = [ManagedObjectID: UInt32](minimumCapacity: Swift.max(4096, 2 * (entries.count - entries.count / 4)))
                 for (id, number) in entries where isAlive(number) { live[id] = number }
                 entries = live
                 enterPendingTemporaries()
@@ -524,7 +524,7 @@ extension ManagedObjectContext {
         /// of a large import are often dropped at the end of their save, and
         /// hashing each into a table as large as the import cost the save as
         /// much as validating them.
-        func rekey(_ object: ManagedObject, to newID: ObjectID, fresh: Bool = false) {
+        func rekey(_ object: ManagedObject, to newID: ManagedObjectID, fresh: Bool = false) {
             let oldID = object.objectID
             let found = registeredNumber(of: object)
             if oldID.isTemporaryID && found != nil { rekeyedTemporaries += 1 }

@@ -12,6 +12,14 @@ extension PersistentStoreCoordinator {
     ///
     /// Other coordinators (or processes) that have the store open keep reading the
     /// deleted files until they close them.
+    ///
+    /// - Parameters:
+    ///   - url: The store's file.
+    ///   - type: The store's type; for a type other than ``PersistentStoreType/sqlite``
+    ///     the store is only removed from the coordinator.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/persistentStoreOperation`` (134070) when a file
+    ///   cannot be deleted.
     public func destroyPersistentStore(at url: URL, type: PersistentStoreType) throws {
         for store in persistentStores where store.type == type && store.url?.standardizedFileURL == url.standardizedFileURL {
             remove(store)

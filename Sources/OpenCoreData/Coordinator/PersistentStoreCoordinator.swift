@@ -25,10 +25,10 @@ public final class PersistentStoreCoordinator: Sendable {
 
     private struct State {
         var stores: [any PersistentStore] = []
-        /// The stores by the identity of their interned identifier (`ObjectID.StoreName`):
+        /// The stores by the identity of their interned identifier (`ManagedObjectID.StoreName`):
         /// an object ID finds its store without comparing identifier strings.
         var storesByName: [(name: ObjectIdentifier, store: any PersistentStore)] = []
-        var rowCache: [ObjectID: CachedRow] = [:]
+        var rowCache: [ManagedObjectID: CachedRow] = [:]
     }
 
     private struct CachedRow {
@@ -49,6 +49,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// stops the program). For a model read from a file (a `.mom`, an
     /// `.xcdatamodeld`, a store's model cache) use ``validated(managedObjectModel:)``,
     /// which throws instead.
+    ///
+    /// - Parameter managedObjectModel: The model of the stores the coordinator
+    ///   opens.
     public init(managedObjectModel: ManagedObjectModel) {
         do {
             try managedObjectModel.freeze()
@@ -67,6 +70,12 @@ public final class PersistentStoreCoordinator: Sendable {
     /// let model = try SQLiteStore.storedModel(at: storeURL)
     /// let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
     /// ```
+    ///
+    /// - Parameter managedObjectModel: The model of the stores the coordinator
+    ///   opens; it is validated and becomes immutable.
+    /// - Returns: A coordinator with no stores.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the model is invalid, every problem listed.
     public static func validated(managedObjectModel: ManagedObjectModel) throws -> PersistentStoreCoordinator {
         try managedObjectModel.freeze()
         return PersistentStoreCoordinator(managedObjectModel: managedObjectModel)
@@ -78,6 +87,25 @@ public final class PersistentStoreCoordinator: Sendable {
     public var persistentStores: [any PersistentStore] { state.withLock { $0.stores } }
 
     /// Adds a store of `type` holding the entities of `configuration` (nil: all).
+    ///
+    /// - Parameters:
+    ///   - type: ``PersistentStoreType/sqlite`` or ``PersistentStoreType/inMemory``.
+    ///   - configuration: The model configuration whose entities the store holds;
+    ///     nil for all entities.
+    ///   - url: The store's file; required for an SQLite store, which is created
+    ///     when it does not exist.
+    ///   - options: Core Data's store options, such as
+    ///     `NSReadOnlyPersistentStoreOption` and SQLite pragmas.
+    /// - Returns: The store, added to ``persistentStores``.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/persistentStoreOpen``
+    ///   (134080) for an unknown configuration, an SQLite store without URL or
+    ///   an invalid option; ``CoreDataError/Code/persistentStoreInvalidType``
+    ///   (134000) for an unknown type;
+    ///   ``CoreDataError/Code/persistentStoreIncompatibleVersionHash`` (134100)
+    ///   when the store was made with another model;
+    ///   ``CoreDataError/Code/persistentStoreIncompatibleSchema`` (134020) when
+    ///   its tables do not match the model; a file error (256-260) or
+    ///   ``CoreDataError/Code/sqlite`` (134180) when the file cannot be read.
     @discardableResult
     public func addPersistentStore(type: PersistentStoreType, configuration: String? = nil, at url: URL? = nil,
                                    options: [String: String] = [:]) throws -> any PersistentStore {
@@ -103,8 +131,10 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Adds a store you created (a custom store).
+    ///
+    /// - Parameter store: The store to add after the others.
     public func add(_ store: any PersistentStore) {
-        let name = ObjectIdentifier(ObjectID.StoreName.named(store.identifier))
+        let name = ObjectIdentifier(ManagedObjectID.StoreName.named(store.identifier))
         state.withLock { state in
             state.stores.append(store)
             state.storesByName.append((name, store))
@@ -112,6 +142,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Removes a store; its objects can no longer be fetched or saved.
+    ///
+    /// - Parameter store: A store of this coordinator.
     public func remove(_ store: any PersistentStore) {
         if let sqlite = store as? SQLiteStore {
             sqlite.remoteChanges?.stop()
@@ -125,12 +157,19 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The store with identifier `identifier`.
+    ///
+    /// - Parameter identifier: The store's identifier (its store UUID for an
+    ///   SQLite store).
+    /// - Returns: The store, or nil when none of the coordinator's stores has it.
     public func persistentStore(withIdentifier identifier: String) -> (any PersistentStore)? {
         state.withLock { $0.stores.first { $0.identifier == identifier } }
     }
 
     /// The store new objects of `entity` go to: the first whose configuration
     /// includes the entity.
+    ///
+    /// - Parameter entity: An entity of the coordinator's model.
+    /// - Returns: The store, or nil when no store holds the entity.
     public func store(for entity: EntityDescription) -> (any PersistentStore)? {
         let stores = persistentStores
         return stores.first { store in
@@ -140,7 +179,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The store holding the object `id`.
-    func store(for id: ObjectID) -> (any PersistentStore)? {
+    func store(for id: ManagedObjectID) -> (any PersistentStore)? {
         guard let name = id.storeIdentity else { return store(for: id.entity) }
         let found = state.withLock { state -> (any PersistentStore)? in
             for entry in state.storesByName where entry.name == name { return entry.store }
@@ -152,11 +191,15 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// The object ID a Core Data URI names (`x-coredata://<store>/<Entity>/p<pk>`), or
     /// nil when no store or entity matches.
-    public func managedObjectID(forURIRepresentation uri: URL) -> ObjectID? {
-        guard let parts = ObjectID.parse(uri: uri), case .permanent(let pk) = parts.key,
+    ///
+    /// - Parameter uri: An object ID's URI representation.
+    /// - Returns: The ID, or nil for a temporary ID's URI, or one naming a store
+    ///   or entity this coordinator does not have.
+    public func managedObjectID(forURIRepresentation uri: URL) -> ManagedObjectID? {
+        guard let parts = ManagedObjectID.parse(uri: uri), case .permanent(let pk) = parts.key,
               let entity = managedObjectModel.entitiesByName[parts.entity],
               persistentStore(withIdentifier: parts.store) != nil else { return nil }
-        return ObjectID(entity: entity, storeIdentifier: parts.store, primaryKey: pk)
+        return ManagedObjectID(entity: entity, storeIdentifier: parts.store, primaryKey: pk)
     }
 
     // MARK: Rows and the row cache
@@ -185,7 +228,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The row of `id`: from the row cache, else from its store.
-    func row(for id: ObjectID) throws -> RowSnapshot? {
+    func row(for id: ManagedObjectID) throws -> RowSnapshot? {
         if let cached = state.withLock({ $0.rowCache[id]?.row }) { return cached }
         guard let store = store(for: id) else { return nil }
         return try store.row(for: id)
@@ -214,7 +257,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Releases a row retained with ``retainRow(_:)``.
-    func releaseRow(_ id: ObjectID) {
+    func releaseRow(_ id: ManagedObjectID) {
         state.withLock { state in
             guard let index = state.rowCache.index(forKey: id) else { return }
             if state.rowCache.values[index].references > 1 {
@@ -246,7 +289,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The number of rows in the row cache.
     public var rowCacheCount: Int { state.withLock { $0.rowCache.count } }
 
-    func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    func relatedObjectIDs(of id: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         guard let store = store(for: id) else { return [] }
         return try store.relatedObjectIDs(of: id, relationship: relationship)
     }
@@ -254,14 +297,14 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The destination rows of a to-many relationship for each of `ids` (all in one
     /// store) in one read, when the store can (see
     /// ``PersistentStore/relatedRows(of:relationship:)``).
-    func relatedRows(of ids: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? {
+    func relatedRows(of ids: [ManagedObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? {
         guard let first = ids.first else { return [] }
         guard let store = store(for: first) else { return nil }
         if ids.count > 1, !ids.allSatisfy({ $0.storeIdentifier == first.storeIdentifier }) { return nil }
         return try store.relatedRows(of: ids, relationship: relationship)
     }
 
-    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
+    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ManagedObjectID] {
         guard let store = store(for: entity) else {
             throw CoreDataError(.persistentStoreSave, "No persistent store holds entity '\(entity.name)'", entityName: entity.name)
         }
@@ -271,7 +314,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Applies the changes of one save to the stores, then refreshes the row cache.
     func save(_ changes: SaveChanges) throws {
         var byStore: [String: SaveChanges] = [:]
-        func key(_ id: ObjectID) -> String { id.storeIdentifier ?? "" }
+        func key(_ id: ManagedObjectID) -> String { id.storeIdentifier ?? "" }
         let first = changes.inserted.first?.objectID ?? changes.updated.first?.objectID ?? changes.deleted.first?.0
         if let first, let only = first.storeIdentity, changes.allInStore(only) {
             // One store (the common case): no regrouping, row by row, by store.
@@ -302,7 +345,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The changes of one save, by store identifier.
-    private static func grouped(_ changes: SaveChanges, by key: (ObjectID) -> String) -> [String: SaveChanges] {
+    private static func grouped(_ changes: SaveChanges, by key: (ManagedObjectID) -> String) -> [String: SaveChanges] {
         var byStore: [String: SaveChanges] = [:]
         var empty = SaveChanges()
         empty.transactionAuthor = changes.transactionAuthor

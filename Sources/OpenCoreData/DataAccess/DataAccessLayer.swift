@@ -83,6 +83,11 @@ open class DataAccessLayer: @unchecked Sendable {
     /// let container = PersistentContainer(name: "Moody", managedObjectModel: model)
     /// let dataAccess = try DataAccessLayer(container: container)
     /// ```
+    ///
+    /// - Parameter container: The stack; its stores are opened here, one after
+    ///   the other, unless one is open already.
+    /// - Throws: The ``CoreDataError`` of the first store that does not open (or
+    ///   the model's error: see ``PersistentContainer/loadPersistentStores()``).
     public init(container: PersistentContainer) throws {
         self.container = container
         if container.persistentStoreCoordinator.persistentStores.isEmpty {
@@ -112,6 +117,15 @@ open class DataAccessLayer: @unchecked Sendable {
     /// ```swift
     /// let dataAccess = try DataAccessLayer(sqliteStack: "Moody", bundle: .module)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - modelName: The model's name.
+    ///   - bundle: A bundle to search first for the model.
+    ///   - searchPaths: More folders to search for the model, last.
+    ///   - storeURL: The store's file; nil for `<modelName>.sqlite` in the
+    ///     default directory.
+    /// - Throws: The ``CoreDataError`` of the first store that does not open (or
+    ///   the model's error: see ``PersistentContainer/loadPersistentStores()``).
     public convenience init(sqliteStack modelName: String, bundle: Bundle? = nil, searchPaths: [URL] = [],
                             storeURL: URL? = nil) throws {
         let container = PersistentContainer(name: modelName, bundle: bundle, searchPaths: searchPaths)
@@ -125,6 +139,13 @@ open class DataAccessLayer: @unchecked Sendable {
     /// ```swift
     /// let dataAccess = try DataAccessLayer(inMemoryStack: "Moody", bundle: .module)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - modelName: The model's name.
+    ///   - bundle: A bundle to search first for the model.
+    ///   - searchPaths: More folders to search for the model, last.
+    /// - Throws: The ``CoreDataError`` of the first store that does not open (or
+    ///   the model's error: see ``PersistentContainer/loadPersistentStores()``).
     public convenience init(inMemoryStack modelName: String, bundle: Bundle? = nil, searchPaths: [URL] = []) throws {
         let container = PersistentContainer(name: modelName, bundle: bundle, searchPaths: searchPaths)
         container.persistentStoreDescriptions = [PersistentStoreDescription(type: .inMemory)]
@@ -137,6 +158,13 @@ open class DataAccessLayer: @unchecked Sendable {
     /// ```swift
     /// let dataAccess = try DataAccessLayer(sqliteStack: model, storeURL: url)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - model: The model.
+    ///   - name: The container's name.
+    ///   - storeURL: The store's file.
+    /// - Throws: The ``CoreDataError`` of the first store that does not open (or
+    ///   the model's error: see ``PersistentContainer/loadPersistentStores()``).
     public convenience init(sqliteStack model: ManagedObjectModel, name: String = "Model", storeURL: URL) throws {
         let container = PersistentContainer(name: name, managedObjectModel: model)
         container.persistentStoreDescriptions = [PersistentStoreDescription(url: storeURL)]
@@ -148,6 +176,12 @@ open class DataAccessLayer: @unchecked Sendable {
     /// ```swift
     /// let dataAccess = try DataAccessLayer(inMemoryStack: model)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - model: The model.
+    ///   - name: The container's name.
+    /// - Throws: The ``CoreDataError`` of the first store that does not open (or
+    ///   the model's error: see ``PersistentContainer/loadPersistentStores()``).
     public convenience init(inMemoryStack model: ManagedObjectModel, name: String = "Model") throws {
         let container = PersistentContainer(name: name, managedObjectModel: model)
         container.persistentStoreDescriptions = [PersistentStoreDescription(type: .inMemory)]
@@ -165,6 +199,8 @@ open class DataAccessLayer: @unchecked Sendable {
     ///     errors.send(error)
     /// }
     /// ```
+    ///
+    /// - Parameter error: The error of the block or of the save.
     open func handleError(_ error: any Error) {
         logger.error("\(String(describing: error))")
     }
@@ -180,6 +216,9 @@ open class DataAccessLayer: @unchecked Sendable {
     ///     for mood in try Mood.all(in: context) { print(mood.date) }
     /// }
     /// ```
+    ///
+    /// - Parameter block: The reading, given the main context.
+    /// - Returns: This data access layer.
     @discardableResult
     public func read(_ block: (ManagedObjectContext) throws -> Void) -> Self {
         let context = mainContext
@@ -199,6 +238,10 @@ open class DataAccessLayer: @unchecked Sendable {
     ///     try Country.all(in: context).map(\.name)
     /// }
     /// ```
+    ///
+    /// - Parameter block: The reading, given the main context.
+    /// - Returns: The value `block` returns.
+    /// - Throws: The error `block` throws.
     public func reading<T: Sendable>(_ block: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
         let context = mainContext
         return try await context.perform(schedule: .enqueued) { try block(context) }
@@ -219,6 +262,10 @@ open class DataAccessLayer: @unchecked Sendable {
     ///     // saved to the store (or not, with the error)
     /// })
     /// ```
+    ///
+    /// - Parameters:
+    ///   - block: The changes, given the writing context.
+    ///   - completion: Called with nil, or the error, before this returns.
     public func writeSync(_ block: (ManagedObjectContext) throws -> Void, completion: (((any Error)?) -> Void)? = nil) {
         let writer = self.writer
         let error = writer.performAndWait { DataAccessLayer.write(block, in: writer).failure }
@@ -242,6 +289,10 @@ open class DataAccessLayer: @unchecked Sendable {
     ///     // on the main queue; the main context shows the new mood
     /// })
     /// ```
+    ///
+    /// - Parameters:
+    ///   - block: The changes, given the writing context.
+    ///   - completion: Called on the main context's queue with nil, or the error.
     public func writeAsync(_ block: @escaping @Sendable (ManagedObjectContext) throws -> Void,
                            completion: (@Sendable ((any Error)?) -> Void)? = nil) {
         let writer = self.writer
@@ -266,6 +317,9 @@ open class DataAccessLayer: @unchecked Sendable {
     ///     print(try Country.count(in: context))
     /// }
     /// ```
+    ///
+    /// - Parameter block: The changes, given the writing context.
+    /// - Returns: This data access layer.
     @discardableResult
     public func write(_ block: (ManagedObjectContext) throws -> Void) -> Self {
         writeSync(block)
@@ -283,6 +337,12 @@ open class DataAccessLayer: @unchecked Sendable {
     ///     return mood.objectID          // permanent after the save
     /// }
     /// ```
+    ///
+    /// - Parameter block: The changes, given the writing context.
+    /// - Returns: The value `block` returns; a temporary object ID (alone or in
+    ///   an array) comes back as the permanent ID the save gave it.
+    /// - Throws: The error `block` throws, or the error of
+    ///   ``ManagedObjectContext/save()``.
     public func writing<T: Sendable>(_ block: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
         let writer = self.writer
         let result = await writer.perform(schedule: .enqueued) { () -> Result<T, any Error> in
@@ -305,11 +365,11 @@ open class DataAccessLayer: @unchecked Sendable {
             let temporaryIDs = inserted.map(\.objectID)
             if writer.hasChanges { try writer.save() }
             if !inserted.isEmpty {
-                var saved: [ObjectID: ObjectID] = [:]
+                var saved: [ManagedObjectID: ManagedObjectID] = [:]
                 for (object, temporaryID) in zip(inserted, temporaryIDs) { saved[temporaryID] = object.objectID }
-                if let id = value as? ObjectID, let permanent = saved[id] as? T {
+                if let id = value as? ManagedObjectID, let permanent = saved[id] as? T {
                     value = permanent
-                } else if let ids = value as? [ObjectID], let permanent = ids.map({ saved[$0] ?? $0 }) as? T {
+                } else if let ids = value as? [ManagedObjectID], let permanent = ids.map({ saved[$0] ?? $0 }) as? T {
                     value = permanent
                 }
             }
@@ -329,6 +389,11 @@ open class DataAccessLayer: @unchecked Sendable {
     /// ```swift
     /// try dataAccess.nuke()
     /// ```
+    ///
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/persistentStoreOperation``
+    ///   (134070) when a store file cannot be deleted; the errors of
+    ///   ``PersistentStoreCoordinator/addPersistentStore(type:configuration:at:options:)``
+    ///   when the new store does not open.
     public func nuke() throws {
         let writer = self.writer
         writer.performAndWait { writer.reset() }

@@ -58,6 +58,9 @@ extension Managed {
     /// ```swift
     /// let request = Mood.sortedFetchRequest(with: try CorePredicate(format: "country == %@", country))
     /// ```
+    ///
+    /// - Parameter predicate: Which objects the request returns.
+    /// - Returns: A new request for the class's entity.
     public static func sortedFetchRequest(with predicate: CorePredicate) -> FetchRequest<Self> {
         let request = sortedFetchRequest
         request.predicate = predicate
@@ -79,6 +82,13 @@ extension Managed where Self: ManagedObject {
     ///     $0.numericISO3166Code = 250
     /// }
     /// ```
+    ///
+    /// - Parameters:
+    ///   - context: The context to search and insert into.
+    ///   - predicate: What the object must match.
+    ///   - configure: Sets up a new object; not called for an object found.
+    /// - Returns: The object found, or the new one.
+    /// - Throws: The errors of ``ManagedObjectContext/fetch(_:)``.
     public static func findOrCreate(in context: ManagedObjectContext, matching predicate: CorePredicate,
                                     configure: (Self) -> Void) throws -> Self {
         guard let object = try findOrFetch(in: context, matching: predicate) else {
@@ -96,6 +106,12 @@ extension Managed where Self: ManagedObject {
     /// ```swift
     /// let mood = try Mood.findOrFetch(in: context, matching: try CorePredicate(format: "date == %@", date))
     /// ```
+    ///
+    /// - Parameters:
+    ///   - context: The context to search and fetch in.
+    ///   - predicate: What the object must match.
+    /// - Returns: The object, or nil when none matches.
+    /// - Throws: The errors of ``ManagedObjectContext/fetch(_:)``.
     public static func findOrFetch(in context: ManagedObjectContext, matching predicate: CorePredicate) throws -> Self? {
         guard let object = materializedObject(in: context, matching: predicate) else {
             return try fetch(in: context) { request in
@@ -115,6 +131,12 @@ extension Managed where Self: ManagedObject {
     ///     request.fetchLimit = 10
     /// }
     /// ```
+    ///
+    /// - Parameters:
+    ///   - context: The context to fetch in.
+    ///   - configurationBlock: Sets up the request (predicate, sort, limits).
+    /// - Returns: The objects fetched.
+    /// - Throws: The errors of ``ManagedObjectContext/fetch(_:)``.
     public static func fetch(in context: ManagedObjectContext,
                              configurationBlock: (FetchRequest<Self>) -> Void = { _ in }) throws -> [Self] {
         let request = FetchRequest<Self>(entityName: Self.entityName)
@@ -128,6 +150,11 @@ extension Managed where Self: ManagedObject {
     /// ```swift
     /// let cached = Mood.materializedObject(in: context, matching: try CorePredicate(format: "rating == 5"))
     /// ```
+    ///
+    /// - Parameters:
+    ///   - context: The context whose registered objects are searched.
+    ///   - predicate: What the object must match.
+    /// - Returns: A matching object, or nil.
     public static func materializedObject(in context: ManagedObjectContext, matching predicate: CorePredicate) -> Self? {
         for object in context.registeredObjects where !object.isFault {
             guard let result = object as? Self, (try? predicate.evaluate(with: result)) == true else { continue }
@@ -148,6 +175,8 @@ extension ManagedObjectContext {
     /// else the one whose class is `A`. Inserting an object of a class the model
     /// doesn't know is a programming error that stops the program, as
     /// ``ManagedObject/init(context:)`` does.
+    ///
+    /// - Returns: A new object of class `A`, inserted into this context.
     public func insertObject<A: ManagedObject>() -> A where A: Managed {
         guard let entity = persistentStoreCoordinator?.managedObjectModel.entitiesByName[A.entityName] ?? entity(for: A.self) else {
             preconditionFailure("OpenCoreData: the context's model has no entity '\(A.entityName)' for class '\(String(describing: A.self))'.")
@@ -162,6 +191,9 @@ extension ManagedObjectContext {
     /// _ = Mood.insert(into: context, colors: colors)
     /// context.saveOrRollback()
     /// ```
+    ///
+    /// - Returns: True when the save succeeded, false when it failed and the
+    ///   changes were rolled back.
     @discardableResult
     public func saveOrRollback() -> Bool {
         do {
@@ -186,8 +218,16 @@ extension Managed where Self: ManagedObject {
     /// }
     /// ```
     ///
-    /// More than one match is an error (Core Data error 134060 naming the entity
-    /// and the key); the book stops the program there.
+    /// More than one match is an error; the book stops the program there.
+    ///
+    /// - Parameters:
+    ///   - context: The context to fetch in, which keeps the cache.
+    ///   - cacheKey: The key the object is remembered under.
+    ///   - configure: Sets up the request (its predicate, most often).
+    /// - Returns: The object, or nil when nothing matches.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060), naming the entity, when more than one object matches; the
+    ///   errors of ``ManagedObjectContext/fetch(_:)``.
     public static func fetchSingleObject(in context: ManagedObjectContext, cacheKey: String,
                                          configure: (FetchRequest<Self>) -> Void) throws -> Self? {
         if let cached = context.object(forSingleObjectCacheKey: cacheKey) as? Self, !cached.isDeleted,
@@ -224,6 +264,10 @@ extension ManagedObjectContext {
     /// ```swift
     /// context.set(germany, forSingleObjectCacheKey: "country-276")
     /// ```
+    ///
+    /// - Parameters:
+    ///   - object: The object to remember, or nil to forget the entry.
+    ///   - key: The key.
     public func set(_ object: ManagedObject?, forSingleObjectCacheKey key: String) {
         var cache = userInfo[Self.singleObjectCacheKey] as? [String: ManagedObject] ?? [:]
         cache[key] = object
@@ -235,6 +279,9 @@ extension ManagedObjectContext {
     /// ```swift
     /// let germany = context.object(forSingleObjectCacheKey: "country-276") as? Country
     /// ```
+    ///
+    /// - Parameter key: The key.
+    /// - Returns: The object, or nil when none is remembered under `key`.
     public func object(forSingleObjectCacheKey key: String) -> ManagedObject? {
         (userInfo[Self.singleObjectCacheKey] as? [String: ManagedObject])?[key]
     }

@@ -30,6 +30,9 @@ extension FetchRequestResult where Self: ManagedObject {
     /// ```swift
     /// let mood = Mood.create(in: context)
     /// ```
+    ///
+    /// - Parameter context: The context to insert into.
+    /// - Returns: The new object.
     public static func create(in context: ManagedObjectContext) -> Self {
         guard let entity = context.entity(for: Self.self) else {
             preconditionFailure("OpenCoreData: no entity of the context's model has class '\(String(describing: Self.self))'. Set the entity's class name (Xcode's Class field) to it.")
@@ -44,6 +47,10 @@ extension FetchRequestResult where Self: ManagedObject {
     /// ```swift
     /// let moods = try Mood.all(in: context)
     /// ```
+    ///
+    /// - Parameter context: The context to fetch in.
+    /// - Returns: The objects, in no particular order.
+    /// - Throws: The errors of ``ManagedObjectContext/fetch(_:)``.
     public static func all(in context: ManagedObjectContext) throws -> [Self] {
         try context.fetch(fetchRequest())
     }
@@ -54,6 +61,12 @@ extension FetchRequestResult where Self: ManagedObject {
     /// ```swift
     /// let good = try Mood.all(predicate: CorePredicate(format: "rating >= 4"), in: context)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - predicate: What the objects must match.
+    ///   - context: The context to fetch in.
+    /// - Returns: The matching objects, in no particular order.
+    /// - Throws: The errors of ``ManagedObjectContext/fetch(_:)``.
     public static func all(predicate: CorePredicate, in context: ManagedObjectContext) throws -> [Self] {
         let request = fetchRequest()
         request.predicate = predicate
@@ -67,6 +80,13 @@ extension FetchRequestResult where Self: ManagedObject {
     /// ```swift
     /// let latest = try Mood.first(sortedBy: [CoreSortDescriptor(key: "date", ascending: false)], in: context)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - predicate: What the object must match; nil for any.
+    ///   - sortDescriptors: The order the first object is taken in.
+    ///   - context: The context to fetch in.
+    /// - Returns: The object, or nil when none matches.
+    /// - Throws: The errors of ``ManagedObjectContext/fetch(_:)``.
     public static func first(predicate: CorePredicate? = nil, sortedBy sortDescriptors: [CoreSortDescriptor] = [],
                              in context: ManagedObjectContext) throws -> Self? {
         let request = fetchRequest()
@@ -83,6 +103,12 @@ extension FetchRequestResult where Self: ManagedObject {
     /// ```swift
     /// let moods = try Mood.count(in: context)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - predicate: What the objects must match; nil for all.
+    ///   - context: The context to count in.
+    /// - Returns: The number of objects.
+    /// - Throws: The errors of ``ManagedObjectContext/count(for:)``.
     public static func count(predicate: CorePredicate? = nil, in context: ManagedObjectContext) throws -> Int {
         let request = fetchRequest()
         request.predicate = predicate
@@ -98,6 +124,10 @@ extension FetchRequestResult where Self: ManagedObject {
     ///     try mood.remove(in: context)
     /// }
     /// ```
+    ///
+    /// - Parameter context: The context to delete in; nothing happens when the
+    ///   object cannot be found there.
+    /// - Throws: The errors of ``inContext(_:)``.
     public func remove(in context: ManagedObjectContext) throws {
         guard let object = try inContext(context) else { return }
         context.delete(object)
@@ -118,6 +148,13 @@ extension FetchRequestResult where Self: ManagedObject {
     ///
     /// Unsaved changes of `context` to the deleted objects are dropped; save
     /// before a batch delete if they matter.
+    ///
+    /// - Parameters:
+    ///   - predicate: What the objects must match; nil for all.
+    ///   - context: The context the batch delete runs in.
+    /// - Returns: The number of objects deleted, cascaded deletes included.
+    /// - Throws: The errors of
+    ///   ``ManagedObjectContext/execute(_:)-(BatchDeleteRequest)``.
     @discardableResult
     public static func removeAll(predicate: CorePredicate? = nil, in context: ManagedObjectContext) throws -> Int {
         let request = BatchDeleteRequest(entityName: ManagedObjectClasses.entityName(of: Self.self), predicate: predicate)
@@ -147,6 +184,13 @@ extension FetchRequestResult where Self: ManagedObject {
     ///     try user.inContext(context)?.remove(in: context)
     /// }
     /// ```
+    ///
+    /// - Parameter context: The context to find the object in.
+    /// - Returns: The object registered in `context`, or nil.
+    /// - Throws: Any error the store reports while reading, other than the
+    ///   object not existing
+    ///   (``CoreDataError/Code/managedObjectReferentialIntegrity``, which gives
+    ///   nil).
     public func inContext(_ context: ManagedObjectContext) throws -> Self? {
         if managedObjectContext === context { return self }
         let id = objectID

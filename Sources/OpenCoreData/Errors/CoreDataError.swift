@@ -46,6 +46,16 @@ public struct CoreDataError: Error, Sendable, CustomStringConvertible, Localized
     public var underlyingErrors: [CoreDataError]
 
     /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: The Core Data error code.
+    ///   - message: A message for people, naming what was wrong.
+    ///   - url: The file involved, if any.
+    ///   - entityName: The entity involved, if any.
+    ///   - objectDescription: A description of the object involved, if any.
+    ///   - key: The property involved, if any.
+    ///   - valueDescription: A description of the value involved, if any.
+    ///   - underlyingErrors: The errors this one gathers.
     public init(
         _ code: Code,
         _ message: String,

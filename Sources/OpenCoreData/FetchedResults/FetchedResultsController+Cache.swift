@@ -98,6 +98,9 @@ extension FetchedResultsController {
     /// request.predicate = try CorePredicate(format: "rating > 3")
     /// try controller.performFetch()
     /// ```
+    ///
+    /// - Parameter name: The cache's name (a controller's `cacheName`), or nil
+    ///   for every cache.
     public static func deleteCache(withName name: String?) {
         if let name {
             SectionInfoCache(name: name).delete()

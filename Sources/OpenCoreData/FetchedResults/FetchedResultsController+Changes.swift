@@ -195,7 +195,7 @@ extension FetchedResultsController: ContextChangeObserver {
               let sections = try? makeSections(objects, reusing: oldState) else { return }
         let oldIndexByID = Dictionary(uniqueKeysWithValues: oldState.enumerated().map { ($1.id, $0) })
         let oldSectionInfo = oldState.map { SectionInfo(name: $0.name, indexTitle: $0.indexTitle, objects: []) }
-        var oldPlaces: [ObjectID: ResultsChange<Result>] = [:]
+        var oldPlaces: [ManagedObjectID: ResultsChange<Result>] = [:]
         for section in oldState {
             for (row, object) in section.objects.enumerated() {
                 oldPlaces[object.objectID] = ResultsChange(object: object, oldSection: section.id, oldRow: row)

@@ -97,11 +97,12 @@ public final class FetchedResultsController<Result: ManagedObject> {
 
     // MARK: Fetching
 
-    /// Runs the fetch request and starts following the context.
+    /// Runs the fetch request and starts following the context. On error the
+    /// previous results stay.
     ///
-    /// Throws ``CoreDataError/Code/coreData`` (134060) when the request has no
-    /// sort descriptor or when its objects are not sorted by section, and the
-    /// fetch's own errors. On error the previous results stay.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the request has no sort descriptor or its objects are not
+    ///   sorted by section; the errors of ``ManagedObjectContext/fetch(_:)``.
     public func performFetch() throws {
         guard !fetchRequest.sortDescriptors.isEmpty else {
             throw CoreDataError(.coreData, "A fetched results controller needs a fetch request with sort descriptors",
@@ -197,8 +198,10 @@ public final class FetchedResultsController<Result: ManagedObject> {
     /// let mood = try controller.object(at: IndexPath(row: 0, section: 2))
     /// ```
     ///
-    /// Throws ``CoreDataError/Code/coreData`` when there is no such object (Core
-    /// Data raises an exception).
+    /// - Parameter indexPath: A section index and a row index in that section.
+    /// - Returns: The object at that position.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when there is no such object (Core Data raises an exception).
     public func object(at indexPath: IndexPath) throws -> Result {
         guard indexPath.count == 2, let state, state.indices.contains(indexPath[0]),
               state[indexPath[0]].objects.indices.contains(indexPath[1]) else {
@@ -209,6 +212,9 @@ public final class FetchedResultsController<Result: ManagedObject> {
 
     /// Where `object` is in the results (`[section, row]`), or nil when it is not
     /// one of them.
+    ///
+    /// - Parameter object: An object of the controller's context.
+    /// - Returns: The object's section index and row, or nil.
     public func indexPath(forObject object: Result) -> IndexPath? {
         guard members.contains(ObjectIdentifier(object)) else { return nil }
         return locate(object, keys: sortKeys(of: object), sectionName: sectionName(of: object))
@@ -242,6 +248,9 @@ public final class FetchedResultsController<Result: ManagedObject> {
 
     /// The index title of a section: by default the section name's first letter,
     /// capitalized (nil for an empty name). A delegate can choose others.
+    ///
+    /// - Parameter sectionName: The section's name.
+    /// - Returns: The section's index title, or nil for none.
     public func sectionIndexTitle(forSectionName sectionName: String) -> String? {
         sectionName.first.map { String($0).uppercased() }
     }
@@ -256,6 +265,11 @@ public final class FetchedResultsController<Result: ManagedObject> {
     /// The section a tap on the section index goes to: the first section whose
     /// index title is `title`; when there is none, the section at `sectionIndex`
     /// (clamped to the sections there are).
+    ///
+    /// - Parameters:
+    ///   - title: The index title tapped.
+    ///   - sectionIndex: The title's position in ``sectionIndexTitles``.
+    /// - Returns: The index of the section to show.
     public func section(forSectionIndexTitle title: String, at sectionIndex: Int) -> Int {
         let sections = state ?? []
         if let index = sections.firstIndex(where: { $0.indexTitle == title }) { return index }

@@ -45,22 +45,46 @@ public protocol FetchedResultsControllerDelegate<Result>: AnyObject {
     associatedtype Result: ManagedObject
 
     /// The controller is about to report changes.
+    ///
+    /// - Parameter controller: The controller reporting.
     func controllerWillChangeContent(_ controller: FetchedResultsController<Result>)
 
     /// One object was inserted, deleted, moved or updated.
+    ///
+    /// - Parameters:
+    ///   - controller: The controller reporting.
+    ///   - object: The object that changed.
+    ///   - indexPath: Where the object was before the change; nil for an insert.
+    ///   - type: What happened to the object.
+    ///   - newIndexPath: Where the object is after the change; nil for a delete.
     func controller(_ controller: FetchedResultsController<Result>, didChange object: Result,
                     at indexPath: IndexPath?, for type: FetchedResultsChangeType, newIndexPath: IndexPath?)
 
     /// A section was inserted (at its index after the change) or deleted (at its
     /// index before the change).
+    ///
+    /// - Parameters:
+    ///   - controller: The controller reporting.
+    ///   - sectionInfo: The section.
+    ///   - sectionIndex: The section's index: after the change for an insert,
+    ///     before it for a delete.
+    ///   - type: ``FetchedResultsChangeType/insert`` or
+    ///     ``FetchedResultsChangeType/delete``.
     func controller(_ controller: FetchedResultsController<Result>, didChange sectionInfo: FetchedResultsSectionInfo<Result>,
                     atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType)
 
     /// The controller has reported every change.
+    ///
+    /// - Parameter controller: The controller reporting.
     func controllerDidChangeContent(_ controller: FetchedResultsController<Result>)
 
     /// The index title of a section; the default is the controller's
     /// ``FetchedResultsController/sectionIndexTitle(forSectionName:)``.
+    ///
+    /// - Parameters:
+    ///   - controller: The controller asking.
+    ///   - sectionName: The section's name.
+    /// - Returns: The section's index title, or nil for none.
     func controller(_ controller: FetchedResultsController<Result>, sectionIndexTitleForSectionName sectionName: String) -> String?
 }
 
@@ -88,7 +112,7 @@ extension FetchedResultsControllerDelegate {
 ///                     didChangeContentWith snapshot: FetchedResultsSnapshot) {
 ///         if let shown {
 ///             let difference = snapshot.difference(from: shown)
-///             print(difference.items)     // per section: CollectionDifference<ObjectID>
+///             print(difference.items)     // per section: CollectionDifference<ManagedObjectID>
 ///         }
 ///         shown = snapshot
 ///     }
@@ -96,5 +120,9 @@ extension FetchedResultsControllerDelegate {
 /// ```
 public protocol FetchedResultsControllerSnapshotDelegate<Result>: FetchedResultsControllerDelegate {
     /// The results changed; `snapshot` is what they are now.
+    ///
+    /// - Parameters:
+    ///   - controller: The controller reporting.
+    ///   - snapshot: The results after the change.
     func controller(_ controller: FetchedResultsController<Result>, didChangeContentWith snapshot: FetchedResultsSnapshot)
 }

@@ -38,23 +38,31 @@ public struct FetchedResultsSnapshot: Sendable, Hashable {
     /// The sections' names, in order.
     public var sectionIdentifiers: [String]
     /// The object IDs of each section, in order, parallel to ``sectionIdentifiers``.
-    public var itemIdentifiersBySection: [[ObjectID]]
+    public var itemIdentifiersBySection: [[ManagedObjectID]]
 
     /// A snapshot of the given sections.
-    public init(sectionIdentifiers: [String], itemIdentifiersBySection: [[ObjectID]]) {
+    ///
+    /// - Parameters:
+    ///   - sectionIdentifiers: The sections' names, in order.
+    ///   - itemIdentifiersBySection: The object IDs of each section, in order,
+    ///     one array per name of `sectionIdentifiers`.
+    public init(sectionIdentifiers: [String], itemIdentifiersBySection: [[ManagedObjectID]]) {
         self.sectionIdentifiers = sectionIdentifiers
         self.itemIdentifiersBySection = itemIdentifiersBySection
     }
 
     /// Every object ID, section after section.
-    public var itemIdentifiers: [ObjectID] { itemIdentifiersBySection.flatMap { $0 } }
+    public var itemIdentifiers: [ManagedObjectID] { itemIdentifiersBySection.flatMap { $0 } }
     /// The number of sections.
     public var numberOfSections: Int { sectionIdentifiers.count }
     /// The number of objects.
     public var numberOfItems: Int { itemIdentifiersBySection.reduce(0) { $0 + $1.count } }
 
     /// The object IDs of the section named `identifier` (empty if there is none).
-    public func itemIdentifiers(inSection identifier: String) -> [ObjectID] {
+    ///
+    /// - Parameter identifier: The section's name.
+    /// - Returns: The section's object IDs, in order.
+    public func itemIdentifiers(inSection identifier: String) -> [ManagedObjectID] {
         sectionIdentifiers.firstIndex(of: identifier).map { itemIdentifiersBySection[$0] } ?? []
     }
 
@@ -63,8 +71,11 @@ public struct FetchedResultsSnapshot: Sendable, Hashable {
     /// (offsets in `earlier`) and inserted (offsets in this one). Apply
     /// ``Difference/items`` to the earlier section's IDs with `applying(_:)` to get
     /// this one's.
+    ///
+    /// - Parameter earlier: The snapshot to compare with.
+    /// - Returns: The section and object ID changes from `earlier` to this one.
     public func difference(from earlier: FetchedResultsSnapshot) -> Difference {
-        var items: [String: CollectionDifference<ObjectID>] = [:]
+        var items: [String: CollectionDifference<ManagedObjectID>] = [:]
         let names = Set(sectionIdentifiers).union(earlier.sectionIdentifiers)
         for name in names {
             let old = earlier.itemIdentifiers(inSection: name)
@@ -81,6 +92,6 @@ public struct FetchedResultsSnapshot: Sendable, Hashable {
         public var sections: CollectionDifference<String>
         /// Per section name, the object IDs removed and inserted; sections whose
         /// objects did not change are absent.
-        public var items: [String: CollectionDifference<ObjectID>]
+        public var items: [String: CollectionDifference<ManagedObjectID>]
     }
 }

@@ -37,6 +37,10 @@ public final class AsynchronousFetchRequest<Result> {
     public var estimatedResultCount: Int = 0
 
     /// A request running `fetchRequest` and calling `completionBlock` with the result.
+    ///
+    /// - Parameters:
+    ///   - fetchRequest: The fetch to run.
+    ///   - completionBlock: Called once with the result, on the context's queue.
     public init(fetchRequest: FetchRequest<Result>, completionBlock: ((AsynchronousFetchResult<Result>) -> Void)? = nil) {
         self.fetchRequest = fetchRequest
         self.completionBlock = completionBlock
@@ -72,6 +76,12 @@ extension ManagedObjectContext {
     /// Runs an asynchronous fetch request (`execute(_:)`): IDs first, then objects
     /// a batch at a time, with progress and cancellation; calls the request's
     /// completion and returns the result.
+    ///
+    /// - Parameter request: The request: a fetch request and the blocks to call.
+    /// - Returns: The result: its ``AsynchronousFetchResult/finalResult``, or, when
+    ///   the fetch was cancelled, an ``AsynchronousFetchResult/operationError``
+    ///   with code ``CoreDataError/Code/userCancelled`` (3072).
+    /// - Throws: The errors of ``fetch(_:)`` and ``fetchInBatches(_:)``.
     @discardableResult
     public func execute<Result>(_ request: AsynchronousFetchRequest<Result>) throws -> AsynchronousFetchResult<Result> {
         assertOnQueue()

@@ -23,14 +23,14 @@ import OpenCoreDataPredicates
 public struct BatchedFetchResults<Result>: RandomAccessCollection {
     final class Storage {
         let context: ManagedObjectContext
-        let ids: [ObjectID]
+        let ids: [ManagedObjectID]
         let batchSize: Int
         /// The loaded batches, by batch number (nil: not loaded yet).
         var batches: [[ManagedObject]?]
         var loadedBatchCount = 0
         let entity: EntityDescription
 
-        init(context: ManagedObjectContext, ids: [ObjectID], batchSize: Int, entity: EntityDescription) {
+        init(context: ManagedObjectContext, ids: [ManagedObjectID], batchSize: Int, entity: EntityDescription) {
             self.context = context
             self.ids = ids
             self.batchSize = batchSize
@@ -52,7 +52,7 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
     let storage: Storage
 
     /// The IDs of the results, in order.
-    public var objectIDs: [ObjectID] { storage.ids }
+    public var objectIDs: [ManagedObjectID] { storage.ids }
     /// The number of batches loaded so far.
     public var loadedBatchCount: Int { storage.loadedBatchCount }
 
@@ -60,6 +60,8 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
     public var endIndex: Int { storage.ids.count }
 
     /// The result at `position`, loading its batch if it is not loaded yet.
+    ///
+    /// - Parameter position: A valid index of the collection.
     public subscript(position: Int) -> Result {
         let object = storage.object(at: position)
         guard let result = object as? Result else {
@@ -82,6 +84,15 @@ extension ManagedObjectContext {
     ///
     /// Throws when `Result` is not the class of the entity's objects, as
     /// ``fetch(_:)`` does.
+    ///
+    /// - Parameter request: The request; its ``FetchRequest/fetchBatchSize`` sets
+    ///   the batches.
+    /// - Returns: A collection holding the matching objects' IDs, loading the
+    ///   objects as they are read.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the request has no entity, names one the model lacks, or
+    ///   an entity's objects are not of type `Result`; any error the store reports
+    ///   while reading the IDs.
     public func fetchInBatches<Result>(_ request: FetchRequest<Result>) throws -> BatchedFetchResults<Result> {
         assertOnQueue()
         if let type = Result.self as? ManagedObject.Type { ManagedObjectClasses.register(type) }
@@ -95,7 +106,7 @@ extension ManagedObjectContext {
                                     entityName: member.name)
             }
         }
-        let idRequest = FetchRequest<ObjectID>(entity: entity)
+        let idRequest = FetchRequest<ManagedObjectID>(entity: entity)
         idRequest.predicate = request.predicate
         idRequest.sortDescriptors = request.sortDescriptors
         idRequest.fetchLimit = request.fetchLimit
@@ -111,9 +122,9 @@ extension ManagedObjectContext {
     /// those not loaded yet come from one store query. Each ID is looked up in the
     /// registry once; rows are matched to their positions by primary key, and
     /// checked against the whole ID.
-    func loadBatch(_ ids: [ObjectID], entity: EntityDescription) -> [ManagedObject] {
+    func loadBatch(_ ids: [ManagedObjectID], entity: EntityDescription) -> [ManagedObject] {
         var objects = ids.map { registry[$0] }
-        var missing: [ObjectID] = []
+        var missing: [ManagedObjectID] = []
         missing.reserveCapacity(ids.count)
         for (position, id) in ids.enumerated() where id.primaryKey != nil && objects[position]?.isFault ?? true {
             missing.append(id)
@@ -150,16 +161,16 @@ extension ManagedObjectContext {
     /// one through a dictionary. A dictionary for every batch of 20 cost more than
     /// the batch's hashing elsewhere.
     private struct BatchPositions {
-        let ids: [ObjectID]
-        let dictionary: [ObjectID: Int]?
+        let ids: [ManagedObjectID]
+        let dictionary: [ManagedObjectID: Int]?
         var next = 0
 
-        init(_ ids: [ObjectID]) {
+        init(_ ids: [ManagedObjectID]) {
             self.ids = ids
             dictionary = ids.count > 64 ? Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first }) : nil
         }
 
-        mutating func position(of id: ObjectID) -> Int? {
+        mutating func position(of id: ManagedObjectID) -> Int? {
             if let dictionary { return dictionary[id] }
             guard !ids.isEmpty else { return nil }
             for step in 0..<ids.count {
@@ -175,7 +186,7 @@ extension ManagedObjectContext {
 
     /// The rows of `ids`: one read by primary key when the context reads the store
     /// directly and the store can, else a fetch with a `SELF IN` predicate.
-    private func batchRows(_ ids: [ObjectID], entity: EntityDescription) throws -> [RowSnapshot] {
+    private func batchRows(_ ids: [ManagedObjectID], entity: EntityDescription) throws -> [RowSnapshot] {
         // Up to 500 keys: a statement per batch size stays cached, far below SQLite's
         // limit on bound parameters.
         if ids.count <= 500, sharesRowCache, let coordinator = persistentStoreCoordinator, let first = ids.first,

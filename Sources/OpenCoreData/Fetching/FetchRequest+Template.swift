@@ -12,6 +12,13 @@ extension FetchRequest {
     ///
     /// Throws when a variable of the predicate has no value, or the predicate
     /// does not parse.
+    ///
+    /// - Parameters:
+    ///   - template: The template: entity, predicate format and fetch settings.
+    ///   - substitutionVariables: The values of the predicate's `$variables`, by
+    ///     name without the `$`.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the predicate does not parse or a variable has no value.
     public convenience init(template: FetchRequestTemplate, substitutionVariables: [String: any FormatArgument] = [:]) throws {
         self.init(entityName: template.entityName)
         if let format = template.predicateFormat {
@@ -52,6 +59,14 @@ extension ManagedObjectModel {
     /// let request = try model.fetchRequestFromTemplate(withName: "GoodMoods", substitutionVariables: ["MIN": 4])
     /// let moods = try context.fetch(request!)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The template's name.
+    ///   - substitutionVariables: The values of the predicate's `$variables`, by
+    ///     name without the `$`.
+    /// - Returns: A new request, or nil when the model has no template `name`.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the predicate does not parse or a variable has no value.
     public func fetchRequestFromTemplate(withName name: String, substitutionVariables: [String: any FormatArgument])
         throws -> FetchRequest<ManagedObject>? {
         guard let template = fetchRequestTemplate(forName: name) else { return nil }

@@ -13,10 +13,10 @@ import OpenCoreDataPredicates
 /// ```
 ///
 /// `Result` is the type of each result: a managed object class for
-/// ``ResultType/managedObject``, ``ObjectID`` for ``ResultType/managedObjectID``,
+/// ``ResultType/managedObject``, ``ManagedObjectID`` for ``ResultType/managedObjectID``,
 /// `[String: Any]` for ``ResultType/dictionary``, `Int` for ``ResultType/count``
 /// (the result type is set from `Result` for the last three). See
-/// `docs/fetching.md` for every option.
+/// <doc:FetchingInDepth> for every option.
 public final class FetchRequest<Result> {
     /// What a fetch returns.
     public enum ResultType: Int, Sendable {
@@ -75,12 +75,17 @@ public final class FetchRequest<Result> {
     public var havingPredicate: CorePredicate?
 
     /// A request for the entity named `entityName`.
+    ///
+    /// - Parameter entityName: The name of an entity of the model; it is looked
+    ///   up when the request runs.
     public init(entityName: String) {
         self.entityName = entityName
         resultType = Self.defaultResultType
     }
 
     /// A request for `entity`.
+    ///
+    /// - Parameter entity: The entity whose objects the request fetches.
     public init(entity: EntityDescription) {
         self.entity = entity
         self.entityName = entity.name
@@ -88,7 +93,7 @@ public final class FetchRequest<Result> {
     }
 
     static var defaultResultType: ResultType {
-        if Result.self == ObjectID.self { return .managedObjectID }
+        if Result.self == ManagedObjectID.self { return .managedObjectID }
         if Result.self == [String: Any].self { return .dictionary }
         if Result.self == Int.self { return .count }
         return .managedObject

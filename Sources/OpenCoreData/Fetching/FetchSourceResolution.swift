@@ -18,7 +18,7 @@ enum FetchSourceResolution {
         var current: Any? = object
         for key in path.split(separator: ".").map(String.init) {
             guard let here = current as? ManagedObject else { return .null }
-            current = here.value(forKey: key)
+            current = try? here.checkedValue(forKey: key)  // keys from a model file
         }
         switch current {
         case let object as ManagedObject: return object.formatArgumentValue

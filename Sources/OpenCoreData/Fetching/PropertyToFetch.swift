@@ -9,7 +9,7 @@ import OpenCoreDataPredicates
 /// let request = FetchRequest<[String: Any]>(entityName: "Mood")
 /// request.propertiesToFetch = [
 ///     "rating",                                   // an attribute
-///     "country",                                  // a to-one: its ObjectID
+///     "country",                                  // a to-one: its ManagedObjectID
 ///     "country.numericISO3166Code",               // a key path through to-ones
 ///     .expression(ExpressionDescription(name: "moods",
 ///         expression: .function("count:", arguments: [.keyPath("rating")]), resultType: .integer64)),
@@ -82,6 +82,12 @@ public struct ExpressionDescription: Sendable {
     public var expressionResultType: AttributeType?
 
     /// A description named `name` computing `expression`, typed `resultType`.
+    ///
+    /// - Parameters:
+    ///   - name: The key of the value in each result dictionary.
+    ///   - expression: What is computed.
+    ///   - resultType: The type of the value; nil for the type of the property
+    ///     the expression reaches.
     public init(name: String, expression: CoreExpression, resultType: AttributeType? = nil) {
         self.name = name
         self.expression = expression

@@ -85,21 +85,35 @@ public struct PersistentHistoryChangeRequest: Sendable {
     }
 
     /// The transactions after `token` (nil: all).
+    ///
+    /// - Parameter token: The token of the last transaction already processed;
+    ///   nil for every transaction.
+    /// - Returns: A request returning transactions with their changes.
     public static func fetchHistory(after token: PersistentHistoryToken?) -> PersistentHistoryChangeRequest {
         PersistentHistoryChangeRequest(.fetch, .token(token))
     }
 
     /// The transactions after `transaction` (nil: all).
+    ///
+    /// - Parameter transaction: The last transaction already processed; nil for
+    ///   every transaction.
+    /// - Returns: A request returning transactions with their changes.
     public static func fetchHistory(after transaction: PersistentHistoryTransaction?) -> PersistentHistoryChangeRequest {
         PersistentHistoryChangeRequest(.fetch, .transaction(transaction))
     }
 
     /// The transactions committed after `date`.
+    ///
+    /// - Parameter date: The earliest commit time, exclusive.
+    /// - Returns: A request returning transactions with their changes.
     public static func fetchHistory(after date: Date) -> PersistentHistoryChangeRequest {
         PersistentHistoryChangeRequest(.fetch, .date(date))
     }
 
     /// The transactions (or changes) a fetch request selects, from the beginning.
+    ///
+    /// - Parameter fetchRequest: Which transactions or changes, by predicate.
+    /// - Returns: A request returning transactions with their changes.
     public static func fetchHistory(withFetchRequest fetchRequest: PersistentHistoryFetchRequest) -> PersistentHistoryChangeRequest {
         var request = PersistentHistoryChangeRequest(.fetch, .token(nil))
         request.fetchRequest = fetchRequest
@@ -107,6 +121,11 @@ public struct PersistentHistoryChangeRequest: Sendable {
     }
 
     /// Deletes the transactions up to and including `token`'s (nil: none).
+    ///
+    /// - Parameter token: The token of the last transaction to delete; nil to
+    ///   delete none.
+    /// - Returns: A request with result type
+    ///   ``PersistentHistoryChangeRequest/ResultType/statusOnly``.
     public static func deleteHistory(before token: PersistentHistoryToken?) -> PersistentHistoryChangeRequest {
         var request = PersistentHistoryChangeRequest(.delete, .token(token))
         request.resultType = .statusOnly
@@ -114,6 +133,11 @@ public struct PersistentHistoryChangeRequest: Sendable {
     }
 
     /// Deletes the transactions before `transaction` (nil: none).
+    ///
+    /// - Parameter transaction: The first transaction to keep; nil to delete
+    ///   none.
+    /// - Returns: A request with result type
+    ///   ``PersistentHistoryChangeRequest/ResultType/statusOnly``.
     public static func deleteHistory(before transaction: PersistentHistoryTransaction?) -> PersistentHistoryChangeRequest {
         var request = PersistentHistoryChangeRequest(.delete, .transaction(transaction))
         request.resultType = .statusOnly
@@ -122,6 +146,10 @@ public struct PersistentHistoryChangeRequest: Sendable {
 
     /// Deletes the transactions committed before `date`
     /// (`deleteHistory(before: .distantFuture)` deletes all).
+    ///
+    /// - Parameter date: The earliest commit time kept.
+    /// - Returns: A request with result type
+    ///   ``PersistentHistoryChangeRequest/ResultType/statusOnly``.
     public static func deleteHistory(before date: Date) -> PersistentHistoryChangeRequest {
         var request = PersistentHistoryChangeRequest(.delete, .date(date))
         request.resultType = .statusOnly
@@ -143,7 +171,7 @@ public struct PersistentHistoryResult: Sendable {
     /// Changes (`.changesOnly`), else nil.
     public let changes: [PersistentHistoryChange]?
     /// Changed object IDs (`.objectIDs`), else nil.
-    public let objectIDs: [ObjectID]?
+    public let objectIDs: [ManagedObjectID]?
     /// The number of transactions fetched or deleted (`.count`), else nil.
     public let count: Int?
     /// Whether the request succeeded (always true: failures throw).
@@ -160,6 +188,13 @@ extension ManagedObjectContext {
     ///     print(transaction.author ?? "-", transaction.changes?.count ?? 0)
     /// }
     /// ```
+    ///
+    /// - Parameter request: What to fetch or delete, and the result wanted.
+    /// - Returns: The transactions, changes, object IDs or count the request's
+    ///   result type asks for.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the context has no coordinator; the errors of
+    ///   ``PersistentStoreCoordinator/execute(_:)``.
     @discardableResult
     public func execute(_ request: PersistentHistoryChangeRequest) throws -> PersistentHistoryResult {
         assertOnQueue()
@@ -172,6 +207,19 @@ extension ManagedObjectContext {
 
 extension PersistentStoreCoordinator {
     /// Executes a persistent history request on the coordinator's stores.
+    ///
+    /// - Parameter request: What to fetch or delete, and the result wanted.
+    /// - Returns: The transactions, changes, object IDs or count the request's
+    ///   result type asks for.
+    /// - Throws: ``CoreDataError``:
+    ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
+    ///   when a store does not track history;
+    ///   ``CoreDataError/Code/persistentHistoryTokenExpired`` (134301) when a
+    ///   fetch's token is older than the history kept;
+    ///   ``CoreDataError/Code/persistentStoreOperation`` (134070) when the fetch
+    ///   request's predicate cannot be evaluated;
+    ///   ``CoreDataError/Code/persistentStoreSave`` (134030) for a delete in a
+    ///   read-only store; any error the store reports.
     @discardableResult
     public func execute(_ request: PersistentHistoryChangeRequest) throws -> PersistentHistoryResult {
         let stores = try historyStores(request.affectedStores)
@@ -208,7 +256,7 @@ extension PersistentStoreCoordinator {
             case .changesOnly:
                 return PersistentHistoryResult(resultType: request.resultType, transactions: nil, changes: changes, objectIDs: nil, count: nil, status: true)
             case .objectIDs:
-                var seen = Set<ObjectID>()
+                var seen = Set<ManagedObjectID>()
                 let ids = changes.map(\.changedObjectID).filter { seen.insert($0).inserted }
                 return PersistentHistoryResult(resultType: request.resultType, transactions: nil, changes: nil, objectIDs: ids, count: nil, status: true)
             case .count:
@@ -225,6 +273,10 @@ extension PersistentStoreCoordinator {
     /// ```swift
     /// let token = coordinator.currentPersistentHistoryToken(fromStores: nil)
     /// ```
+    ///
+    /// - Parameter stores: The stores; nil for every store of the coordinator.
+    /// - Returns: A token holding each history-tracking store's newest
+    ///   transaction number, or nil.
     public func currentPersistentHistoryToken(fromStores stores: [any PersistentStore]?) -> PersistentHistoryToken? {
         var tokens: [String: Int64] = [:]
         for store in stores ?? persistentStores {

@@ -35,6 +35,11 @@ public struct PersistentHistoryFetchRequest: Sendable {
     /// The predicate (nil: everything).
     public var predicate: CorePredicate?
 
+    /// A request keeping the transactions or changes that match `predicate`.
+    ///
+    /// - Parameters:
+    ///   - subject: Whether the predicate is about transactions or changes.
+    ///   - predicate: What is kept; nil for everything.
     public init(subject: Subject, predicate: CorePredicate? = nil) {
         self.subject = subject
         self.predicate = predicate
@@ -58,6 +63,10 @@ public struct PersistentHistoryFetchRequest: Sendable {
 
 extension PersistentHistoryTransaction: KeyValueCoding {
     /// A fetch request on transactions (`NSPersistentHistoryTransaction.fetchRequest`).
+    ///
+    /// - Parameter predicate: The transactions kept, by their keys (`author`,
+    ///   `timestamp`, `contextName`...); nil for all.
+    /// - Returns: A request for ``PersistentHistoryChangeRequest/fetchHistory(withFetchRequest:)``.
     public static func fetchRequest(predicate: CorePredicate? = nil) -> PersistentHistoryFetchRequest {
         PersistentHistoryFetchRequest(subject: .transaction, predicate: predicate)
     }
@@ -79,6 +88,10 @@ extension PersistentHistoryTransaction: KeyValueCoding {
 
 extension PersistentHistoryChange: KeyValueCoding {
     /// A fetch request on changes (`NSPersistentHistoryChange.fetchRequest`).
+    ///
+    /// - Parameter predicate: The changes kept, by their keys (`entityName`,
+    ///   `changeType`, `changedObjectID`...); nil for all.
+    /// - Returns: A request for ``PersistentHistoryChangeRequest/fetchHistory(withFetchRequest:)``.
     public static func fetchRequest(predicate: CorePredicate? = nil) -> PersistentHistoryFetchRequest {
         PersistentHistoryFetchRequest(subject: .change, predicate: predicate)
     }

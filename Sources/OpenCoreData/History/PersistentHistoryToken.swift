@@ -9,7 +9,7 @@ import Foundation
 /// ```
 public let NSPersistentHistoryTrackingKey = "NSPersistentHistoryTrackingKey"
 
-/// The key of the store option that posts ``Foundation/Notification/Name/persistentStoreRemoteChange``
+/// The key of the store option that posts `Notification.Name.persistentStoreRemoteChange`
 /// whenever the store's file changes (Core Data's
 /// `NSPersistentStoreRemoteChangeNotificationPostOptionKey`); pass `"1"`.
 public let NSPersistentStoreRemoteChangeNotificationPostOptionKey = "NSPersistentStoreRemoteChangeNotificationPostOptionKey"
@@ -54,16 +54,26 @@ public struct PersistentHistoryToken: Sendable, Hashable, Codable, Comparable, C
     public let storeTokens: [String: Int64]
 
     /// A token at transaction `number` of the store `storeIdentifier`.
+    ///
+    /// - Parameters:
+    ///   - storeIdentifier: The store's identifier (`NSStoreUUID`).
+    ///   - transactionNumber: The last transaction number seen in that store.
     public init(storeIdentifier: String, transactionNumber: Int64) {
         storeTokens = [storeIdentifier: transactionNumber]
     }
 
     /// A token made of per-store transaction numbers.
+    ///
+    /// - Parameter storeTokens: The last transaction number seen, by store
+    ///   identifier.
     public init(storeTokens: [String: Int64]) {
         self.storeTokens = storeTokens
     }
 
     /// The transaction number for one store, if the token names it.
+    ///
+    /// - Parameter identifier: The store's identifier (`NSStoreUUID`).
+    /// - Returns: The last transaction number seen in that store, or nil.
     public func transactionNumber(forStore identifier: String) -> Int64? { storeTokens[identifier] }
 
     public static func < (lhs: PersistentHistoryToken, rhs: PersistentHistoryToken) -> Bool {

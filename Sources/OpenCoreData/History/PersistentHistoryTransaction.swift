@@ -41,8 +41,11 @@ public struct PersistentHistoryTransaction: Sendable, Hashable, Identifiable {
     /// updated and deleted (Core Data's `NSManagedObjectContextDidSaveObjectIDs`
     /// notification), for `mergeChanges(fromContextDidSave:)`. Empty when the
     /// transaction was fetched without its changes.
+    ///
+    /// - Returns: A ``ManagedObjectContext/didSaveObjectIDsNotification`` whose
+    ///   object is nil.
     public func objectIDNotification() -> Notification {
-        var inserted = Set<ObjectID>(), updated = Set<ObjectID>(), deleted = Set<ObjectID>()
+        var inserted = Set<ManagedObjectID>(), updated = Set<ManagedObjectID>(), deleted = Set<ManagedObjectID>()
         for change in changes ?? [] {
             switch change.changeType {
             case .insert: inserted.insert(change.changedObjectID)
@@ -98,7 +101,7 @@ public struct PersistentHistoryChange: Sendable, Hashable, Identifiable {
     /// The change's number in its store (`ACHANGE.Z_PK`).
     public let changeID: Int64
     /// The object that changed.
-    public let changedObjectID: ObjectID
+    public let changedObjectID: ManagedObjectID
     /// Insert, update or delete.
     public let changeType: PersistentHistoryChangeType
     /// For a delete, the values of the attributes marked

@@ -147,9 +147,13 @@ extension ManagedObjectContext {
     /// try other.setQueryGenerationFrom(context.queryGenerationToken)
     /// ```
     ///
-    /// Throws ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` when a
-    /// store of the coordinator is not a SQLite store, and when the token belongs
-    /// to other stores.
+    /// - Parameter token: ``QueryGenerationToken/current``, another context's
+    ///   ``queryGenerationToken``, or nil to stop using generations.
+    /// - Throws: ``CoreDataError``:
+    ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
+    ///   when a store of the coordinator is not a SQLite store, or the token
+    ///   belongs to other stores; ``CoreDataError/Code/coreData`` (134060) when
+    ///   the context has no coordinator.
     public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
         assertOnQueue()
         guard let token else {
@@ -199,7 +203,7 @@ extension ManagedObjectContext {
     }
 
     /// The objects of a to-many relationship, read in the context's generation.
-    func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    func relatedObjectIDs(of id: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         guard let coordinator = persistentStoreCoordinator else { return [] }
         return try coordinator.relatedObjectIDs(of: id, relationship: relationship, generation: try readGeneration())
     }
@@ -228,14 +232,14 @@ extension PersistentStoreCoordinator {
     }
 
     /// The row of `id` in a generation (never from the shared row cache), else as ``row(for:)``.
-    func row(for id: ObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
+    func row(for id: ManagedObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
         guard let generation else { return try row(for: id) }
         guard let store = store(for: id) else { return nil }
         if let (sqlite, snapshot) = generation.snapshot(for: store) { return try sqlite.row(for: id, in: snapshot) }
         return try store.row(for: id)
     }
 
-    func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription, generation: QueryGeneration?) throws -> [ObjectID] {
+    func relatedObjectIDs(of id: ManagedObjectID, relationship: RelationshipDescription, generation: QueryGeneration?) throws -> [ManagedObjectID] {
         guard let generation else { return try relatedObjectIDs(of: id, relationship: relationship) }
         guard let store = store(for: id) else { return [] }
         if let (sqlite, snapshot) = generation.snapshot(for: store) {
@@ -248,21 +252,21 @@ extension PersistentStoreCoordinator {
 extension SQLiteStore {
     public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] { try fetchRows(fetch, in: nil) }
     public func count(_ fetch: StoreFetch) throws -> Int { try count(fetch, in: nil) }
-    public func row(for objectID: ObjectID) throws -> RowSnapshot? { try row(for: objectID, in: nil) }
-    public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    public func row(for objectID: ManagedObjectID) throws -> RowSnapshot? { try row(for: objectID, in: nil) }
+    public func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         try relatedObjectIDs(of: objectID, relationship: relationship, in: nil)
     }
-    public func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? {
+    public func relatedRows(of objectIDs: [ManagedObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? {
         try relatedRows(of: objectIDs, relationship: relationship, in: nil)
     }
-    public func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? {
+    public func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? {
         try rows(for: objectIDs, of: entity, in: nil)
     }
 }
 
 extension PersistentStoreCoordinator {
     /// The row of `id` from its store (or the generation's snapshot), bypassing the row cache.
-    func storeRow(for id: ObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
+    func storeRow(for id: ManagedObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
         guard let store = store(for: id) else { return nil }
         if let (sqlite, snapshot) = generation?.snapshot(for: store) { return try sqlite.row(for: id, in: snapshot) }
         return try store.row(for: id)

@@ -22,7 +22,7 @@ extension Notification.Name {
     public static let persistentStoreRemoteChange = Notification.Name("NSPersistentStoreRemoteChangeNotification")
 }
 
-/// The `userInfo` keys of ``Foundation/Notification/Name/persistentStoreRemoteChange``, as Core Data names them.
+/// The `userInfo` keys of `Notification.Name.persistentStoreRemoteChange`, as Core Data names them.
 public enum PersistentStoreRemoteChangeKey {
     /// The store's file URL (`NSPersistentStoreURLKey`).
     public static let storeURL = "storeURL"

@@ -188,7 +188,7 @@ extension ManagedObjectContext {
                         object.setSlot(index, .toOne(survivor.objectID))
                     case .toMany(let ids?) where ids.contains(loserID):
                         let replaced = ids.map { $0 == loserID ? survivor.objectID : $0 }
-                        var seen = Set<ObjectID>()
+                        var seen = Set<ManagedObjectID>()
                         object.setSlot(index, .toMany(replaced.filter { seen.insert($0).inserted }))
                     default:
                         continue

@@ -70,6 +70,8 @@ open class MergePolicy: @unchecked Sendable {
     public let mergeType: MergeType
 
     /// A policy of the given type (`init(merge:)`).
+    ///
+    /// - Parameter type: The built-in behaviour.
     public init(merge type: MergeType) {
         mergeType = type
     }
@@ -88,6 +90,12 @@ open class MergePolicy: @unchecked Sendable {
     /// Resolves the optimistic locking conflicts of a save, before the context
     /// tries again: the built-in behaviour of ``mergeType``. Throwing makes the
     /// save fail with that error (nothing is written).
+    ///
+    /// - Parameter conflicts: The objects whose stored rows changed since they
+    ///   were read.
+    /// - Throws: With ``MergeType/error``, ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/managedObjectMerge`` (133020), one underlying error
+    ///   per conflict.
     open func resolve(optimisticLockingConflicts conflicts: [MergeConflict]) throws {
         guard mergeType != .error else {
             throw CoreDataError(.managedObjectMerge, "Optimistic locking failure: \(conflicts.count) object(s) changed in the store since they were read",
@@ -102,6 +110,12 @@ open class MergePolicy: @unchecked Sendable {
     /// tries again: the built-in behaviour of ``mergeType`` (see
     /// ``ConstraintConflict``). Throwing makes the save fail with that error
     /// (nothing is written).
+    ///
+    /// - Parameter conflicts: The objects sharing the values of a uniqueness
+    ///   constraint, with each other or with a stored row.
+    /// - Throws: With ``MergeType/error``, ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/managedObjectConstraintMerge`` (133021), one
+    ///   underlying error per conflict.
     open func resolve(constraintConflicts conflicts: [ConstraintConflict]) throws {
         guard mergeType != .error else {
             throw CoreDataError(.managedObjectConstraintMerge, "Uniqueness constraint failure: \(conflicts.count) conflict(s)",
@@ -117,7 +131,7 @@ open class MergePolicy: @unchecked Sendable {
 /// changed since the context read it (`NSMergeConflict`).
 ///
 /// Snapshots are dictionaries of property values by name, as ``ManagedObject/value(forKey:)``
-/// returns them but with relationships as ``ObjectID``s (a `Set` for to-many, an
+/// returns them but with relationships as ``ManagedObjectID``s (a `Set` for to-many, an
 /// array for ordered ones) and `nil` values left out.
 public final class MergeConflict {
     /// The object in conflict.

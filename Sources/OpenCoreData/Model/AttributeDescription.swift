@@ -54,6 +54,12 @@ public class AttributeDescription: PropertyDescription, @unchecked Sendable {
     public var regularExpression: String? { willSet { checkEditable("regularExpression") } }
 
     /// Creates an attribute.
+    ///
+    /// - Parameters:
+    ///   - name: The attribute's name.
+    ///   - type: The attribute's type.
+    ///   - optional: Whether nil is a valid value.
+    ///   - defaultValue: The value of new objects.
     public init(name: String, type: AttributeType, optional: Bool = true, defaultValue: AttributeValue? = nil) {
         self.attributeType = type
         self.defaultValue = defaultValue
@@ -97,6 +103,12 @@ public final class DerivedAttributeDescription: AttributeDescription, @unchecked
     public var filteringPredicate: String? { willSet { checkEditable("filteringPredicate") } }
 
     /// Creates a derived attribute.
+    ///
+    /// - Parameters:
+    ///   - name: The attribute's name.
+    ///   - type: The attribute's type.
+    ///   - derivationExpression: The derivation (`moods.@count`, `now()`,
+    ///     `lowercase:(name)`).
     public init(name: String, type: AttributeType, derivationExpression: String) {
         self.derivationExpression = derivationExpression
         super.init(name: name, type: type)
@@ -127,6 +139,10 @@ public final class CompositeAttributeDescription: AttributeDescription, @uncheck
     public var compositeName: String?
 
     /// Creates a composite attribute.
+    ///
+    /// - Parameters:
+    ///   - name: The attribute's name.
+    ///   - elements: The elements: attributes, or nested composite attributes.
     public init(name: String, elements: [AttributeDescription]) {
         self.elements = elements
         super.init(name: name, type: .composite)

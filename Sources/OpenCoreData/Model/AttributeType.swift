@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Each type has the name Xcode's model editor shows and writes in the model file
 /// (``xcodeName``), and the raw value that Core Data archives and hashes
-/// (``rawValue``, e.g. 300 for Integer 64).
+/// (`rawValue`, e.g. 300 for Integer 64).
 ///
 /// ```swift
 /// let type = AttributeType(xcodeName: "Integer 64")   // .integer64
@@ -68,6 +68,8 @@ public enum AttributeType: Int, Sendable, Hashable, CaseIterable {
     }
 
     /// The type Xcode names `xcodeName` ("Integer 16", "Binary", ...), or nil.
+    ///
+    /// - Parameter xcodeName: The `attributeType` of Xcode's model file.
     public init?(xcodeName: String) {
         guard let type = AttributeType.allCases.first(where: { $0.xcodeName == xcodeName }) else {
             return nil

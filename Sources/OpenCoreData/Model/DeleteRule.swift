@@ -27,6 +27,9 @@ public enum DeleteRule: Int, Sendable, Hashable, CaseIterable {
     }
 
     /// The rule Xcode names `xcodeName`, or nil.
+    ///
+    /// - Parameter xcodeName: The `deletionRule` of Xcode's model file ("Nullify",
+    ///   "Cascade", ...).
     public init?(xcodeName: String) {
         guard let rule = DeleteRule.allCases.first(where: { $0.xcodeName == xcodeName }) else { return nil }
         self = rule

@@ -90,6 +90,10 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     @exclusivity(unchecked) private var frozenCache: Cache?  // unchecked: written once as the model freezes, read-only after
 
     /// Creates an entity; its class name defaults to `ManagedObject`.
+    ///
+    /// - Parameters:
+    ///   - name: The entity's name.
+    ///   - managedObjectClassName: The name of the class of its objects.
     public init(name: String, managedObjectClassName: String = "ManagedObject") {
         self.name = name
         self.managedObjectClassName = managedObjectClassName
@@ -214,9 +218,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     /// The scope of a new temporary ID of this entity: its frozen model's (one
     /// per entity), or a new one for an entity of no model, or of one gone.
-    var temporaryIDScope: ObjectID.Scope {
+    var temporaryIDScope: ManagedObjectID.Scope {
         if let model = managedObjectModel, let scope = model.temporaryIDScopes[ObjectIdentifier(self)] { return scope }
-        return ObjectID.Scope(entity: self, storeName: .none)
+        return ManagedObjectID.Scope(entity: self, storeName: .none)
     }
 
     /// A hash of the entity's name, computed once when the model is frozen: object
@@ -259,6 +263,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     let resolvedClass = ResolvedClassCache()
 
     /// The relationships (inherited included) whose destination is `entity`.
+    ///
+    /// - Parameter entity: The destination entity, matched by name.
+    /// - Returns: The relationships, in property order.
     public func relationships(forDestination entity: EntityDescription) -> [RelationshipDescription] {
         allProperties.compactMap { $0 as? RelationshipDescription }.filter { $0.destinationEntityName == entity.name }
     }
@@ -276,6 +283,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
 
     /// Whether this entity is `entity` or one of its subentities, at any depth.
+    ///
+    /// - Parameter entity: The entity to compare with.
+    /// - Returns: True when `entity` is this entity or one of its superentities.
     public func isKindOf(entity: EntityDescription) -> Bool {
         var current: EntityDescription? = self
         var depth = 0
@@ -295,6 +305,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
 
     /// A copy of the entity and its properties (not its sub- or superentities).
+    ///
+    /// - Returns: A new, editable entity in no model.
     public func copy() -> EntityDescription {
         let copy = EntityDescription(name: name, managedObjectClassName: managedObjectClassName)
         copy.isAbstract = isAbstract

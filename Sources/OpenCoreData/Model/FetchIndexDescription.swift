@@ -18,6 +18,12 @@ public struct FetchIndexDescription: Sendable, Hashable {
     public var partialIndexPredicate: String?
 
     /// Creates an index.
+    ///
+    /// - Parameters:
+    ///   - name: The index's name.
+    ///   - elements: The indexed properties or expressions, in order.
+    ///   - partialIndexPredicate: A predicate format: only rows matching it are
+    ///     indexed; nil to index every row.
     public init(name: String, elements: [FetchIndexElementDescription], partialIndexPredicate: String? = nil) {
         self.name = name
         self.elements = elements
@@ -47,6 +53,11 @@ public struct FetchIndexElementDescription: Sendable, Hashable {
     public var isAscending: Bool
 
     /// An element indexing a property.
+    ///
+    /// - Parameters:
+    ///   - property: The indexed property's name.
+    ///   - collationType: The index structure.
+    ///   - ascending: Whether the element is sorted ascending.
     public init(property: String, collationType: CollationType = .binary, ascending: Bool = true) {
         self.propertyName = property
         self.collationType = collationType
@@ -54,6 +65,13 @@ public struct FetchIndexElementDescription: Sendable, Hashable {
     }
 
     /// An element indexing an expression.
+    ///
+    /// - Parameters:
+    ///   - expression: The indexed expression, as format text.
+    ///   - expressionType: The type of the expression's value (Xcode's
+    ///     `expressionType`), e.g. "String".
+    ///   - collationType: The index structure.
+    ///   - ascending: Whether the element is sorted ascending.
     public init(expression: String, expressionType: String?, collationType: CollationType = .binary, ascending: Bool = true) {
         self.expression = expression
         self.expressionType = expressionType

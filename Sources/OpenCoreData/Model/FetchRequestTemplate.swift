@@ -36,6 +36,11 @@ public struct FetchRequestTemplate: Sendable, Hashable {
     public var includesPendingChanges: Bool = true
 
     /// Creates a template.
+    ///
+    /// - Parameters:
+    ///   - entityName: The name of the entity fetched.
+    ///   - predicateFormat: The predicate format, with `$variables` for the
+    ///     values given when a request is made; nil for every object.
     public init(entityName: String, predicateFormat: String? = nil) {
         self.entityName = entityName
         self.predicateFormat = predicateFormat

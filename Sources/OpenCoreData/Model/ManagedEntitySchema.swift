@@ -39,6 +39,13 @@ public struct ManagedEntitySchema {
     public let properties: [ManagedPropertySchema]
 
     /// A schema; `name` nil names the entity after the class.
+    ///
+    /// - Parameters:
+    ///   - type: The class.
+    ///   - name: The entity's name; nil for the class name.
+    ///   - parent: The class of the superentity, if any.
+    ///   - abstract: Whether the entity is abstract.
+    ///   - properties: The properties declared with `@Managed`.
     public init(_ type: ManagedObject.Type, name: String?, parent: ManagedObject.Type?, abstract: Bool,
                 properties: [ManagedPropertySchema]) {
         self.type = type
@@ -94,6 +101,15 @@ public struct ManagedPropertySchema {
     let hasNeutralValue: Bool
 
     /// The schema of the property at `keyPath`, of type `Value`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The property; its type decides its kind.
+    ///   - propertyName: The Swift name of the property.
+    ///   - options: The model options.
+    ///   - key: The name of the property in the model; nil for the Swift name.
+    ///   - inverse: The inverse relationship on the destination.
+    ///   - deleteRule: The delete rule of a relationship.
+    ///   - defaultValue: The attribute's default value.
     public init<Root: ManagedObject, Value>(
         _ keyPath: KeyPath<Root, Value>,
         propertyName: String,
@@ -178,6 +194,10 @@ extension ManagedObjectModel {
     /// The classes are registered (``ManagedObjectClasses``), so fetched objects
     /// have their class.
     ///
+    /// - Parameters:
+    ///   - classes: The `@ManagedEntity` classes, one entity each, with the
+    ///     classes of their superentities and relationship destinations.
+    ///   - versionIdentifier: The model's version identifier, if any.
     /// - Throws: ``CoreDataError`` when a class isn't a `@ManagedEntity` class,
     ///   when a destination or parent class isn't in the list, when a property's
     ///   type can't be stored or has no value to read when nil, and every problem
@@ -306,6 +326,8 @@ extension FetchRequestResult where Self: ManagedObject {
     /// A fetch request for the entity of this class: the entity of a
     /// `@ManagedEntity` class, else the entity whose class this is in the models
     /// loaded so far, else the entity named after the class.
+    ///
+    /// - Returns: A new request for that entity's objects, typed by this class.
     public static func fetchRequest() -> FetchRequest<Self> {
         FetchRequest<Self>(entityName: ManagedObjectClasses.entityName(of: Self.self))
     }

@@ -69,6 +69,10 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
 
     /// Makes the model immutable: called by a persistent store coordinator when it
     /// starts using the model. Validates the model first.
+    ///
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when the model is invalid (see ``validate()``); the model then
+    ///   stays editable.
     public func freeze() throws {
         if frozen { return }
         try validate()
@@ -80,7 +84,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         frozen = true
         for entity in entities { entity.resolveReferences() }
         for entity in entities { entity.buildFrozenCache() }
-        temporaryIDScopes = Dictionary(entities.map { (ObjectIdentifier($0), ObjectID.Scope(entity: $0, storeName: .none)) },
+        temporaryIDScopes = Dictionary(entities.map { (ObjectIdentifier($0), ManagedObjectID.Scope(entity: $0, storeName: .none)) },
                                        uniquingKeysWith: { first, _ in first })
     }
 
@@ -88,7 +92,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// the scope keeps alive), once the model is frozen: shared by the IDs of the
     /// objects inserted or made for rows (see `EntityDescription.temporaryIDScope`).
     /// The model holds them, not the entities: a scope holds its entity.
-    private(set) var temporaryIDScopes: [ObjectIdentifier: ObjectID.Scope] = [:]
+    private(set) var temporaryIDScopes: [ObjectIdentifier: ManagedObjectID.Scope] = [:]
 
     /// The entities by name.
     public var entitiesByName: [String: EntityDescription] {
@@ -106,6 +110,10 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
 
     /// The entities of a configuration; nil names the default configuration (every
     /// entity). Returns nil for an unknown configuration name.
+    ///
+    /// - Parameter name: The configuration's name; nil or
+    ///   ``defaultConfigurationName`` for the default configuration.
+    /// - Returns: The configuration's entities, or nil.
     public func entities(forConfigurationName name: String?) -> [EntityDescription]? {
         guard let name, name != ManagedObjectModel.defaultConfigurationName else { return entities }
         guard let members = configurationMembers[name] else { return nil }
@@ -114,12 +122,20 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     }
 
     /// Sets the entities of a configuration.
+    ///
+    /// - Parameters:
+    ///   - entities: The configuration's entities, entities of this model.
+    ///   - name: The configuration's name.
     public func setEntities(_ entities: [EntityDescription], forConfigurationName name: String) {
         checkEditable("configurations")
         configurationMembers[name] = entities.map(\.name)
     }
 
     /// Marks a configuration as used with CloudKit (kept for fidelity).
+    ///
+    /// - Parameters:
+    ///   - used: Whether the configuration is used with CloudKit.
+    ///   - name: The configuration's name.
     public func setUsedWithCloudKit(_ used: Bool, forConfigurationName name: String) {
         checkEditable("configurations")
         if used { cloudKitConfigurations.insert(name) } else { cloudKitConfigurations.remove(name) }
@@ -128,11 +144,18 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     // MARK: Fetch request templates
 
     /// The fetch request template named `name`.
+    ///
+    /// - Parameter name: The template's name.
+    /// - Returns: The template, or nil when the model has none of that name.
     public func fetchRequestTemplate(forName name: String) -> FetchRequestTemplate? {
         fetchRequestTemplatesByName[name]
     }
 
     /// Stores a fetch request template under a name (nil removes it).
+    ///
+    /// - Parameters:
+    ///   - template: The template, or nil to remove the one named `name`.
+    ///   - name: The template's name.
     public func setFetchRequestTemplate(_ template: FetchRequestTemplate?, forName name: String) {
         checkEditable("fetchRequestTemplates")
         fetchRequestTemplatesByName[name] = template
@@ -142,6 +165,8 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
 
     /// An editable copy of the model: same entities, properties, configurations and
     /// templates, sharing nothing with the original.
+    ///
+    /// - Returns: A new, editable model.
     public func copy() -> ManagedObjectModel {
         let copy = ManagedObjectModel()
         let copies = Dictionary(entities.map { ($0.name, $0.copy()) }, uniquingKeysWith: { first, _ in first })
@@ -160,6 +185,12 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
 
     /// A model containing every entity of `models` (`mergedModel(from:)`), or an
     /// error when two models define the same entity name.
+    ///
+    /// - Parameter models: The models to merge; they are copied, not changed.
+    /// - Returns: A new, editable model with the entities, configurations,
+    ///   templates and version identifiers of every model.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) when two models have an entity of the same name.
     public static func merged(from models: [ManagedObjectModel]) throws -> ManagedObjectModel {
         let merged = ManagedObjectModel()
         var entities: [EntityDescription] = []
@@ -226,6 +257,12 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// The store's `NSStoreModelVersionHashes` must list exactly the configuration's
     /// entities with the same version hashes (hash style 3; older styles only check
     /// the entity names).
+    ///
+    /// - Parameters:
+    ///   - name: The configuration's name; nil for the default configuration.
+    ///   - metadata: The store's metadata, as ``SQLiteStoreMetadata/read(at:)``
+    ///     returns it.
+    /// - Returns: Whether the store can be opened with the configuration.
     public func isConfiguration(withName name: String?, compatibleWithStoreMetadata metadata: [String: Any]) -> Bool {
         incompatibilities(withName: name, storeMetadata: metadata).isEmpty
     }
@@ -233,6 +270,12 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// What keeps a store with `metadata` from opening with this model's
     /// configuration `name`, one message per entity that differs (empty when they
     /// are compatible). Used for the message of error 134100.
+    ///
+    /// - Parameters:
+    ///   - name: The configuration's name; nil for the default configuration.
+    ///   - metadata: The store's metadata, as ``SQLiteStoreMetadata/read(at:)``
+    ///     returns it.
+    /// - Returns: One message per difference; empty when compatible.
     public func incompatibilities(withName name: String?, storeMetadata metadata: [String: Any]) -> [String] {
         guard let entities = entities(forConfigurationName: name) else {
             return ["the model has no configuration named '\(name ?? "")'"]

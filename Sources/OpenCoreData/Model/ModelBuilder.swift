@@ -79,6 +79,8 @@ public struct Entity {
     ///     subclass of that name is registered, else `ManagedObject`).
     ///   - parent: The name of its superentity.
     ///   - abstract: Whether it has no objects of its own.
+    ///   - members: Its attributes, relationships, fetched properties,
+    ///     uniqueness constraints and fetch indexes.
     public init(_ name: String, className: String? = nil, parent: String? = nil, abstract: Bool = false,
                 @EntityBuilder _ members: () -> [EntityPart] = { [] }) {
         let entity = EntityDescription(name: name, managedObjectClassName: className ?? name)
@@ -102,6 +104,26 @@ public struct Attribute {
     let description: AttributeDescription
 
     /// Declares an attribute.
+    ///
+    /// - Parameters:
+    ///   - name: The attribute's name.
+    ///   - type: The attribute's type.
+    ///   - optional: Whether nil is a valid value.
+    ///   - transient: Whether the value is kept in memory only, never stored.
+    ///   - defaultValue: The value of new objects.
+    ///   - minValue: The smallest valid value (or length, for strings and data).
+    ///   - maxValue: The largest valid value (or length, for strings and data).
+    ///   - regularExpression: A pattern string values must match.
+    ///   - transformer: The name of the value transformer of a transformable
+    ///     attribute.
+    ///   - valueClassName: The class name of a transformable attribute's values.
+    ///   - allowsExternalStorage: Whether large binary data may be stored in a
+    ///     file beside the store.
+    ///   - preservesValueOnDeletion: Whether persistent history keeps the value
+    ///     of deleted objects (a tombstone).
+    ///   - renamingIdentifier: The attribute's name in an earlier model version.
+    ///   - versionHashModifier: A string that changes the attribute's version
+    ///     hash.
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, transient: Bool = false,
                 defaultValue: AttributeValue? = nil, minValue: AttributeValue? = nil, maxValue: AttributeValue? = nil,
                 regularExpression: String? = nil, transformer: String? = nil, valueClassName: String? = nil,
@@ -122,6 +144,12 @@ public struct Attribute {
     }
 
     /// Declares a derived attribute, computed by the store from `expression`.
+    ///
+    /// - Parameters:
+    ///   - name: The attribute's name.
+    ///   - type: The attribute's type.
+    ///   - expression: The derivation, as Xcode writes it (`moods.@count`,
+    ///     `now()`, `lowercase:(name)`).
     public init(_ name: String, _ type: AttributeType, derivedFrom expression: String) {
         self.description = DerivedAttributeDescription(name: name, type: type, derivationExpression: expression)
     }
@@ -132,6 +160,18 @@ public struct Relationship {
     let description: RelationshipDescription
 
     /// Declares a relationship to the entity named `destination`.
+    ///
+    /// - Parameters:
+    ///   - name: The relationship's name.
+    ///   - destination: The destination entity's name.
+    ///   - inverse: The name of the destination's relationship pointing back.
+    ///   - toMany: Whether it is a to-many relationship.
+    ///   - ordered: Whether a to-many relationship keeps its objects in order.
+    ///   - optional: Whether it may be empty (nil, for a to-one relationship).
+    ///   - deleteRule: What deleting the source does to the destination objects.
+    ///   - minCount: The fewest objects of a to-many relationship.
+    ///   - maxCount: The most objects of a to-many relationship; nil for no limit.
+    ///   - renamingIdentifier: The relationship's name in an earlier model version.
     public init(_ name: String, to destination: String, inverse: String? = nil, toMany: Bool = false,
                 ordered: Bool = false, optional: Bool = true, deleteRule: DeleteRule = .nullify,
                 minCount: Int = 0, maxCount: Int? = nil, renamingIdentifier: String? = nil) {
@@ -151,6 +191,12 @@ public struct FetchedProperty {
     let description: FetchedPropertyDescription
 
     /// Declares a fetched property fetching `entity` with a predicate.
+    ///
+    /// - Parameters:
+    ///   - name: The fetched property's name.
+    ///   - entity: The name of the entity fetched.
+    ///   - predicate: The predicate format; `$FETCH_SOURCE` names the object
+    ///     whose property is read.
     public init(_ name: String, entity: String, predicate: String? = nil) {
         self.description = FetchedPropertyDescription(
             name: name, fetchRequest: FetchRequestTemplate(entityName: entity, predicateFormat: predicate))
@@ -161,6 +207,8 @@ public struct FetchedProperty {
 public struct UniquenessConstraint {
     let keys: [String]
     /// Declares that the values of `keys` together identify at most one object.
+    ///
+    /// - Parameter keys: The names of the constrained properties.
     public init(_ keys: String...) { self.keys = keys }
 }
 
@@ -168,6 +216,11 @@ public struct UniquenessConstraint {
 public struct FetchIndex {
     let description: FetchIndexDescription
     /// Declares an index over `properties`.
+    ///
+    /// - Parameters:
+    ///   - name: The index's name.
+    ///   - properties: The names of the indexed properties, in order.
+    ///   - ascending: The order of every element.
     public init(_ name: String, _ properties: String..., ascending: Bool = true) {
         self.description = FetchIndexDescription(
             name: name, elements: properties.map { FetchIndexElementDescription(property: $0, ascending: ascending) })
@@ -179,6 +232,10 @@ public struct ModelConfiguration {
     let name: String
     let entities: [String]
     /// Declares a configuration holding the entities named `entities`.
+    ///
+    /// - Parameters:
+    ///   - name: The configuration's name.
+    ///   - entities: The names of its entities.
     public init(_ name: String, entities: [String]) {
         self.name = name
         self.entities = entities
@@ -190,6 +247,12 @@ public struct FetchTemplate {
     let name: String
     let template: FetchRequestTemplate
     /// Declares a template named `name`.
+    ///
+    /// - Parameters:
+    ///   - name: The template's name.
+    ///   - entity: The name of the entity it fetches.
+    ///   - predicate: The predicate format, with `$variables` for the values
+    ///     given when the request is made.
     public init(_ name: String, entity: String, predicate: String? = nil) {
         self.name = name
         self.template = FetchRequestTemplate(entityName: entity, predicateFormat: predicate)
@@ -198,6 +261,13 @@ public struct FetchTemplate {
 
 extension ManagedObjectModel {
     /// Builds and validates a model declared in code with ``ModelBuilder``.
+    ///
+    /// - Parameters:
+    ///   - versionIdentifier: The model's version identifier, if any.
+    ///   - parts: The entities, configurations and fetch request templates.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) for an unknown parent entity, a configuration naming an unknown
+    ///   entity, and every problem ``validate()`` finds.
     public convenience init(versionIdentifier: String? = nil, @ModelBuilder _ parts: () -> [ModelPart]) throws {
         self.init()
         var entities: [Entity] = []

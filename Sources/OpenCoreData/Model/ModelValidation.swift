@@ -16,6 +16,10 @@ extension ManagedObjectModel {
     /// ```
     ///
     /// A persistent store coordinator validates its model before using it.
+    ///
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060): the one problem, or an error gathering every problem in its
+    ///   ``CoreDataError/underlyingErrors``.
     public func validate() throws {
         let problems = validationProblems()
         guard !problems.isEmpty else { return }
@@ -24,6 +28,9 @@ extension ManagedObjectModel {
     }
 
     /// Every consistency problem of the model, one error each (empty when valid).
+    ///
+    /// - Returns: One ``CoreDataError`` with code ``CoreDataError/Code/coreData``
+    ///   (134060) per problem, naming its entity and property.
     public func validationProblems() -> [CoreDataError] {
         var problems: [CoreDataError] = []
         func problem(_ entity: String?, _ key: String?, _ message: String) {

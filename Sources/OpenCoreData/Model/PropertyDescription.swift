@@ -86,6 +86,8 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     public var description: String { "\(type(of: self))(\(name))" }
 
     /// A copy of the description, not attached to any entity.
+    ///
+    /// - Returns: A new, editable description of the same class.
     public func copy() -> PropertyDescription {
         let copy = PropertyDescription(name: name)
         copyCommon(to: copy)
@@ -121,6 +123,10 @@ public struct ValidationRule: Sendable, Hashable {
     public var warning: String
 
     /// A rule from a predicate format string and its warning.
+    ///
+    /// - Parameters:
+    ///   - predicateFormat: The predicate, evaluated with the value as `SELF`.
+    ///   - warning: A message, or a numeric Core Data error code as text ("1660").
     public init(predicateFormat: String, warning: String) {
         self.predicateFormat = predicateFormat
         self.warning = warning

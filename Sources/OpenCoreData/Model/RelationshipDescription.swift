@@ -42,6 +42,13 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     private weak var resolvedInverse: RelationshipDescription?
 
     /// Creates a relationship to the entity named `destination`.
+    ///
+    /// - Parameters:
+    ///   - name: The relationship's name.
+    ///   - destination: The destination entity's name.
+    ///   - inverse: The name of the destination's relationship pointing back.
+    ///   - toMany: Whether it is a to-many relationship.
+    ///   - ordered: Whether a to-many relationship keeps its objects in order.
     public init(name: String, destination: String?, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false) {
         self.destinationEntityName = destination
         self.inverseRelationshipName = inverse
@@ -122,6 +129,11 @@ public final class FetchedPropertyDescription: PropertyDescription, @unchecked S
     public var fetchRequest: FetchRequestTemplate? { willSet { checkEditable("fetchRequest") } }
 
     /// Creates a fetched property.
+    ///
+    /// - Parameters:
+    ///   - name: The fetched property's name.
+    ///   - fetchRequest: The request computing the value; its predicate can use
+    ///     `$FETCH_SOURCE`, the object whose property is read.
     public init(name: String, fetchRequest: FetchRequestTemplate?) {
         self.fetchRequest = fetchRequest
         super.init(name: name)

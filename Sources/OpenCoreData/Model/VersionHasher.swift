@@ -16,7 +16,8 @@ import OpenCoreDataPredicates
 /// ```
 ///
 /// Delete rules, class names, default values, validation, user info, indexes and
-/// renaming identifiers do not enter the hash. See docs/sqlite-format.md.
+/// renaming identifiers do not enter the hash. See "Version hashes" in
+/// OpenCoreData.docc/TheModel.md.
 enum VersionHasher {
     static func hash(of entity: EntityDescription) -> [UInt8] {
         var bytes: [UInt8] = Array(entity.name.utf8)

@@ -1,11 +1,11 @@
 import Foundation
 import OpenCoreDataPredicates
 
-/// Encodes `Encodable` values as an ``AttributeValue`` tree: the storage of
+/// Encodes `Encodable` values as an `AttributeValue` tree: the storage of
 /// transformable attributes declared with a `Codable` Swift type.
 ///
-/// Keyed containers become ``AttributeValue/dictionary(_:)``, unkeyed containers
-/// ``AttributeValue/array(_:)``; `Date`, `Data`, `UUID`, `URL` and `Decimal` keep
+/// Keyed containers become `AttributeValue/dictionary(_:)`, unkeyed containers
+/// `AttributeValue/array(_:)`; `Date`, `Data`, `UUID`, `URL` and `Decimal` keep
 /// their own cases, so nothing is lost on the way to the store and back.
 ///
 /// ```swift
@@ -27,7 +27,7 @@ public struct AttributeValueEncoder {
     }
 }
 
-/// Decodes `Decodable` values from an ``AttributeValue`` tree written by
+/// Decodes `Decodable` values from an `AttributeValue` tree written by
 /// ``AttributeValueEncoder`` (or any tree of the same shape).
 ///
 /// ```swift
@@ -241,7 +241,7 @@ enum AttributeValueCoding {
     }
 
     /// The primitive `encode` methods of the unkeyed and single-value containers,
-    /// written once: each stores the value as an ``AttributeValue`` with `put`.
+    /// written once: each stores the value as an `AttributeValue` with `put`.
     protocol PrimitivePutting {
         func put(_ value: AttributeValue)
     }

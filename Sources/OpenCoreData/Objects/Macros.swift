@@ -24,7 +24,7 @@ import Foundation
 ///
 /// Scalars are `Int`, `Int16`, `Int32`, `Int64`, `Double`, `Float`, `Bool`,
 /// `String`, `Date`, `Data`, `UUID`, `URL`, `Decimal` (and any ``ManagedScalar``);
-/// other `Codable` types are stored as an ``AttributeValue`` tree. Reading a
+/// other `Codable` types are stored as an `AttributeValue` tree. Reading a
 /// non-optional property that has no value never traps on data: it gives a
 /// neutral value (see ``ManagedObject/managedValue(forKey:)``).
 ///

@@ -162,6 +162,10 @@ extension ManagedObjectContext {
     /// own validation (a save takes its row then, while the object is at hand).
     func validate(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject],
                   afterInsertValidated: (ManagedObject) -> Void = { _ in }) throws {
+        if !validatesOnSave {
+            for object in inserted { afterInsertValidated(object) }
+            return
+        }
         var errors: [CoreDataError] = []
         func run(_ body: () throws -> Void) {
             do { try body() } catch let error as CoreDataError {

@@ -10,15 +10,71 @@ extension ManagedObject {
     /// destination object for a to-one relationship, a `Set<ManagedObject>` (or an
     /// array for an ordered one) for a to-many relationship, the fetched objects
     /// for a fetched property. Reading fires a fault.
+    ///
+    /// ```swift
+    /// let rating = mood.value(forKey: "rating") as? Int
+    /// let country = mood.value(forKey: "country") as? ManagedObject
+    /// ```
+    ///
+    /// A key the entity does not have is a programmer error, as in Core Data (which
+    /// raises `NSUnknownKeyException`): the program stops with a message naming the
+    /// entity and the key. `objectID`, `self` and `entity` are answered too. When
+    /// the key comes from data (a command line, a file), use
+    /// ``checkedValue(forKey:)``, which throws instead.
+    ///
+    /// - Parameter key: The name of a property of the object's entity.
+    /// - Returns: The value, or `nil` when the property has none.
     public func value(forKey key: String) -> Any? {
         guard let index = entity.propertyIndex(named: key) else {
-            switch key {
-            case "objectID": return objectID
-            case "self": return self
-            case "entity": return entity
-            default: return nil
-            }
+            if let special = specialValue(forKey: key) { return special }
+            unknownKey(key, in: "value(forKey:)")
         }
+        return value(at: index)
+    }
+
+    /// The value of a property, throwing when the entity has no property `key`:
+    /// ``value(forKey:)`` for keys that come from data.
+    ///
+    /// ```swift
+    /// for key in userChosenKeys {
+    ///     print(key, try object.checkedValue(forKey: key) ?? "nil")
+    /// }
+    /// ```
+    ///
+    /// Predicates evaluated in memory read objects through this method, so a
+    /// predicate naming an unknown key is an evaluation error, not a trap.
+    ///
+    /// - Parameter key: The name of a property of the object's entity.
+    /// - Returns: The value, or `nil` when the property has none.
+    /// - Throws: `PredicateEvaluationError.undefinedKey` naming the entity and the
+    ///   key when the entity has no such property.
+    public func checkedValue(forKey key: String) throws -> Any? {
+        guard let index = entity.propertyIndex(named: key) else {
+            if let special = specialValue(forKey: key) { return special }
+            throw PredicateEvaluationError.undefinedKey("the entity \(entity.name) has no property '\(key)'")
+        }
+        return value(at: index)
+    }
+
+    /// The keys every object answers besides its entity's properties.
+    private func specialValue(forKey key: String) -> Any? {
+        switch key {
+        case "objectID": return objectID
+        case "self": return self
+        case "entity": return entity
+        default: return nil
+        }
+    }
+
+    /// Stops the program on a key the entity does not have (Core Data's
+    /// `NSUnknownKeyException`): a programmer error.
+    func unknownKey(_ key: String, in method: String) -> Never {
+        preconditionFailure("OpenCoreData: \(method): the entity \(entity.name) has no property '\(key)' "
+            + "(Core Data raises NSUnknownKeyException). For keys that come from data, use the throwing checkedValue(forKey:) or setCheckedValue(_:forKey:).")
+    }
+
+    /// The value of the property at `index` of the entity's properties.
+    private func value(at index: Int) -> Any? {
         let property = entity.allProperties[index]
         if let fetched = property as? FetchedPropertyDescription {
             return managedObjectContext?.evaluate(fetched, for: self)
@@ -39,10 +95,48 @@ extension ManagedObject {
     /// Sets a property (`setValue(_:forKey:)`): tracks the change, registers its
     /// undo, and for relationships updates the inverse on the other objects.
     ///
+    /// ```swift
+    /// mood.setValue(4, forKey: "rating")
+    /// mood.setValue(italy, forKey: "country")       // italy.moods follows
+    /// ```
+    ///
     /// A value of the wrong type is kept and reported by validation when saving
-    /// (``CoreDataError/Code/managedObjectValidation``), never a crash.
+    /// (``CoreDataError/Code/managedObjectValidation``), never a crash. A key the
+    /// entity does not have stops the program with a message, as Core Data's
+    /// `NSUnknownKeyException` does; use ``setCheckedValue(_:forKey:)`` for keys
+    /// that come from data.
+    ///
+    /// - Parameters:
+    ///   - value: The new value: a Swift value for an attribute, a managed object
+    ///     (or nil) for a to-one, a set or array of managed objects for a to-many.
+    ///   - key: The name of a property of the object's entity.
     public func setValue(_ value: Any?, forKey key: String) {
-        guard let index = entity.propertyIndex(named: key) else { return }
+        guard let index = entity.propertyIndex(named: key) else { unknownKey(key, in: "setValue(_:forKey:)") }
+        setValue(value, at: index)
+    }
+
+    /// Sets a property, throwing when the entity has no property `key`:
+    /// ``setValue(_:forKey:)`` for keys that come from data.
+    ///
+    /// ```swift
+    /// try object.setCheckedValue(line.value, forKey: line.key)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: The new value, as ``setValue(_:forKey:)`` takes it.
+    ///   - key: The name of a property of the object's entity.
+    /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/managedObjectValidation``
+    ///   naming the entity and the key when the entity has no such property.
+    public func setCheckedValue(_ value: Any?, forKey key: String) throws {
+        guard let index = entity.propertyIndex(named: key) else {
+            throw CoreDataError(.managedObjectValidation, "the entity \(entity.name) has no property '\(key)'",
+                                entityName: entity.name, objectDescription: objectID.uriRepresentation().absoluteString,
+                                key: key)
+        }
+        setValue(value, at: index)
+    }
+
+    private func setValue(_ value: Any?, at index: Int) {
         // An attribute of a frozen entity: its type alone, read without retaining.
         if let types = entity.frozenAttributeTypes, index < types.count, let type = types[index] {
             setSlot(index, .attribute(ManagedObject.attributeValue(from: value, as: type)))
@@ -73,16 +167,37 @@ extension ManagedObject {
         }
     }
 
-    /// The value of an attribute as an ``AttributeValue`` (`.null` when nil).
+    /// The value of an attribute as an `AttributeValue` (`.null` when nil, and for
+    /// a relationship).
+    ///
+    /// ```swift
+    /// if case .int(let rating) = mood.attributeValue(forKey: "rating") { ... }
+    /// ```
+    ///
+    /// - Parameter key: The name of a property of the object's entity; any other
+    ///   key stops the program with a message, as ``value(forKey:)`` does.
+    /// - Returns: The stored value.
     public func attributeValue(forKey key: String) -> AttributeValue {
-        guard let index = entity.propertyIndex(named: key), prepareSlot(index),
-              case .attribute(let value) = storage.unsafelyUnwrapped[index] else { return .null }
+        guard let index = entity.propertyIndex(named: key) else { unknownKey(key, in: "attributeValue(forKey:)") }
+        guard prepareSlot(index), case .attribute(let value) = storage.unsafelyUnwrapped[index] else { return .null }
         return value
     }
 
-    /// Sets an attribute from an ``AttributeValue``, tracking the change.
+    /// Sets an attribute from an `AttributeValue`, tracking the change.
+    ///
+    /// ```swift
+    /// mood.setAttributeValue(.int(4), forKey: "rating")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: The new value, converted to the attribute's type when it is of
+    ///     another (`.string("4")` for an integer attribute stores 4).
+    ///   - key: The name of an attribute of the object's entity. A key the entity
+    ///     does not have stops the program with a message, as ``setValue(_:forKey:)``
+    ///     does; a relationship's name is ignored.
     public func setAttributeValue(_ value: AttributeValue, forKey key: String) {
-        guard let index = entity.propertyIndex(named: key), let attribute = entity.allProperties[index] as? AttributeDescription else { return }
+        guard let index = entity.propertyIndex(named: key) else { unknownKey(key, in: "setAttributeValue(_:forKey:)") }
+        guard let attribute = entity.allProperties[index] as? AttributeDescription else { return }
         setSlot(index, .attribute(AttributeValueCoercion.coerce(value, to: attribute.attributeType) ?? value))
     }
 
@@ -254,7 +369,7 @@ extension ManagedObject {
             storage?[index] = .toOne(newValue?.objectID)
             return
         }
-        let oldID: ObjectID?
+        let oldID: ManagedObjectID?
         if case .toOne(let id)? = slot(index) { oldID = id } else { oldID = nil }
         guard oldID != newValue?.objectID else { return }
         setSlot(index, .toOne(newValue?.objectID))

@@ -37,11 +37,11 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// by their properties, are retained through a side table, the slower way.
     public let entity: EntityDescription
     /// The object's ID: temporary until saved, then permanent.
-    public internal(set) var objectID: ObjectID {
+    public internal(set) var objectID: ManagedObjectID {
         @inline(__always) get { storedObjectID }
         @inline(__always) set { storedObjectID = newValue }
     }
-    @exclusivity(unchecked) private var storedObjectID: ObjectID  // unchecked: context queue only, never held across a call
+    @exclusivity(unchecked) private var storedObjectID: ManagedObjectID  // unchecked: context queue only, never held across a call
     @exclusivity(unchecked) var insertedFlag = false  // unchecked: context queue only, never held across a call
     @exclusivity(unchecked) var deletedFlag = false  // unchecked: context queue only, never held across a call
     @exclusivity(unchecked) private var committedIsStorage = false  // unchecked: context queue only, never held across a call
@@ -223,13 +223,13 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// for its ID, checked in constant time rather than member by member.
     struct PrefetchedMembers {
         var index: Int
-        var ids: [ObjectID]
+        var ids: [ManagedObjectID]
         var objects: [ManagedObject]
         var registryGeneration: Int
 
         /// Whether these members are the relationship's while its value is `current`
         /// and the registry is at `generation`.
-        func stand(for current: [ObjectID], generation: Int) -> Bool {
+        func stand(for current: [ManagedObjectID], generation: Int) -> Bool {
             guard registryGeneration == generation, ids.count == current.count, objects.count == ids.count else { return false }
             return ids.withUnsafeBufferPointer { mine in current.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress } }
         }
@@ -261,7 +261,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
-        self.storedObjectID = ObjectID(temporaryFor: entity)
+        self.storedObjectID = ManagedObjectID(temporaryFor: entity)
         self.entity = entity
         ManagedObjectClasses.register(type(of: self))
         if let context {
@@ -450,7 +450,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     public var predicateIdentity: AttributeValue? { .uri(objectID.uriRepresentation()) }
 }
 
-extension ObjectID: FormatArgument {
+extension ManagedObjectID: FormatArgument {
     /// In predicates an object ID stands for its URI, and compares equal to its object.
     public var formatArgumentValue: AttributeValue { .uri(uriRepresentation()) }
 }

@@ -10,7 +10,7 @@ import OpenCoreDataPredicates
 // | `X` / `X?`, X a ManagedObject        | a to-one relationship                       |
 // | `Set<X>`                             | a to-many relationship                      |
 // | `[X]`                                | an ordered to-many relationship             |
-// | other `Codable` types                | an ``AttributeValue`` tree (transformable)  |
+// | other `Codable` types                | an `AttributeValue` tree (transformable)  |
 // | `Optional` of any of these           | the same, nil when there is no value        |
 //
 // The dispatch is on `T.self` at run time, through the marker protocols below,
@@ -248,7 +248,7 @@ extension ManagedObject {
     /// `T` decides how the property is read (see ``ManagedScalar``): a scalar
     /// reads the attribute, a managed object class the to-one relationship, a
     /// `Set` or an array of managed objects the to-many relationship, any other
-    /// `Decodable` type decodes the attribute's ``AttributeValue`` tree.
+    /// `Decodable` type decodes the attribute's `AttributeValue` tree.
     ///
     /// ```swift
     /// let date: Date = mood.managedValue(forKey: "date")
@@ -262,16 +262,20 @@ extension ManagedObject {
     /// - scalars: ``ManagedScalar/managedNeutralValue`` (0, `false`, `""`, empty
     ///   data, the reference date 2001-01-01, the nil UUID, `file:///`);
     /// - to-many relationships: an empty collection;
-    /// - a to-one relationship: a new, empty object of the class that belongs to
-    ///   no context;
     /// - `Decodable` values: the value decoded leniently (missing keys and nulls
     ///   read as the neutral values above, collections as empty ones, optionals
     ///   as nil), else the first case of a `CaseIterable` type.
     ///
-    /// A `Decodable` type that offers none of these (an enum that isn't
-    /// `CaseIterable` and has no neutral raw value) must be declared optional or
-    /// given a `default:`; ``ManagedObjectModel/init(classes:versionIdentifier:)``
-    /// rejects it, and reading it otherwise stops the program.
+    /// A non-optional to-one relationship that is nil has no neutral value: reading
+    /// it stops the program with a message naming the entity and the key (set it
+    /// before reading, or declare it optional). A `Decodable` type that offers none
+    /// of these (an enum that isn't `CaseIterable` and has no neutral raw value)
+    /// must be declared optional or given a `default:`;
+    /// ``ManagedObjectModel/init(classes:versionIdentifier:)`` rejects it, and
+    /// reading it otherwise stops the program.
+    ///
+    /// - Parameter key: The name of a property of the object's entity.
+    /// - Returns: The value as `T`.
     public func managedValue<T>(forKey key: String) -> T {
         if let optional = T.self as? any ManagedOptionalMarker.Type {
             return ManagedAccess.cast(optional.managedRead(self, forKey: key), to: T.self, key: key)
@@ -280,6 +284,10 @@ extension ManagedObject {
         if let neutral = ManagedAccess.neutralValue(T.self, stored: attributeValue(forKey: key),
                                                     destination: entity.relationshipsByName[key]?.destinationEntity) {
             return neutral
+        }
+        if T.self is ManagedObject.Type {
+            preconditionFailure("OpenCoreData: the to-one relationship '\(key)' of \(entity.name) is nil, and \(T.self) is not optional. "
+                + "Set it before reading it, or declare it `\(T.self)?`.")
         }
         preconditionFailure("OpenCoreData: '\(key)' of \(type(of: self)) is nil, and \(T.self) has no neutral value. Declare it optional or give it @Managed(default:).")
     }
@@ -384,11 +392,9 @@ enum ManagedAccess {
         if let toMany = T.self as? any ManagedToManyMarker.Type {
             return toMany.managedMake([]) as? T
         }
-        if let objectType = T.self as? ManagedObject.Type {
-            let entity = destination ?? objectType.entity()
-                ?? EntityDescription(name: String(describing: objectType), managedObjectClassName: String(describing: objectType))
-            return objectType.init(entity: entity, insertInto: nil) as? T
-        }
+        // A to-one relationship has none: a nil one is a programmer error (see
+        // `ManagedObject.managedValue(forKey:)`).
+        if T.self is ManagedObject.Type { return nil }
         if let decodable = T.self as? any Decodable.Type {
             var decoder = AttributeValueDecoder()
             decoder.lenient = true

@@ -29,14 +29,29 @@ public protocol PersistentStore: AnyObject, Sendable {
     var metadata: [String: AttributeValue] { get }
 
     /// The rows matching a fetch, sorted, offset and limited as it asks.
+    ///
+    /// - Parameter fetch: The entity, predicate, sort, offset and limit.
+    /// - Returns: The matching rows. When the fetch does not include property
+    ///   values, a store may leave the values out and give version 0.
     func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot]
     /// The number of rows matching a fetch.
+    ///
+    /// - Parameter fetch: The entity and predicate of the rows counted.
+    /// - Returns: The number of matching rows.
     func count(_ fetch: StoreFetch) throws -> Int
     /// The row of one object, or nil when the store has none (it was deleted).
-    func row(for objectID: ObjectID) throws -> RowSnapshot?
+    ///
+    /// - Parameter objectID: The object's permanent ID.
+    /// - Returns: The row, or nil.
+    func row(for objectID: ManagedObjectID) throws -> RowSnapshot?
     /// The IDs of the objects a to-many relationship of `objectID` holds, in order
     /// for an ordered relationship.
-    func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID]
+    ///
+    /// - Parameters:
+    ///   - objectID: The source object.
+    ///   - relationship: A to-many relationship of the source's entity.
+    /// - Returns: The destinations' IDs.
+    func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID]
     /// The rows of the objects the to-many relationship `relationship` holds, for
     /// each of `objectIDs` (the result is in the same order; each source's rows in
     /// the relationship's order when it is ordered), read with one query or a few
@@ -56,7 +71,12 @@ public protocol PersistentStore: AnyObject, Sendable {
     ///     }
     /// }
     /// ```
-    func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]?
+    ///
+    /// - Parameters:
+    ///   - objectIDs: The source objects.
+    ///   - relationship: A to-many relationship of the sources' entity.
+    /// - Returns: The destination rows of each source, or nil.
+    func relatedRows(of objectIDs: [ManagedObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]?
     /// The rows of `objectIDs` (distinct, all of `entity` or its subentities) with
     /// one read, in any order, leaving out those the store does not have; nil when
     /// the store has no cheaper way than a fetch with a `SELF IN` predicate. Stores
@@ -68,21 +88,44 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// request.fetchBatchSize = 20
     /// for mood in try context.fetchInBatches(request) { ... }   // one read per 20
     /// ```
-    func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]?
+    ///
+    /// - Parameters:
+    ///   - objectIDs: The objects, distinct.
+    ///   - entity: The entity of the objects, or their common superentity.
+    /// - Returns: The rows the store has, or nil.
+    func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) throws -> [RowSnapshot]?
     /// Reserves permanent IDs for new objects of `entity`.
-    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID]
+    ///
+    /// - Parameters:
+    ///   - entity: The entity of the new objects.
+    ///   - count: The number of IDs wanted.
+    /// - Returns: `count` IDs no object of the store has had.
+    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ManagedObjectID]
     /// Applies one save atomically: every change or none. Rows being updated or
     /// deleted carry the version they were read at; if the stored version differs,
     /// the save fails with ``CoreDataError/Code/managedObjectMerge`` (133020) and
     /// nothing is written.
+    ///
+    /// - Parameter changes: The rows inserted, updated and deleted.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/managedObjectMerge`` (133020) on a version
+    ///   conflict; another code (such as ``CoreDataError/Code/persistentStoreSave``,
+    ///   134030) when the store cannot write.
     func save(_ changes: SaveChanges) throws
     /// Dictionary results (`propertiesToFetch`, grouping, aggregates). Stores get
     /// an evaluating implementation for free; see ``StoreDictionaryFetch``.
+    ///
+    /// - Parameter request: The fetch, the properties and expressions fetched,
+    ///   the grouping.
+    /// - Returns: One dictionary per result, by property or expression name.
     func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]]
     /// Runs a batch insert, update or delete without objects and returns the IDs
     /// of the rows it changed. Stores get an implementation over ``fetchRows(_:)``
     /// and ``save(_:)`` for free; see ``StoreBatchRequest``.
-    func execute(_ request: StoreBatchRequest) throws -> [ObjectID]
+    ///
+    /// - Parameter request: The rows to insert, update or delete.
+    /// - Returns: The IDs of the rows changed, cascaded deletes included.
+    func execute(_ request: StoreBatchRequest) throws -> [ManagedObjectID]
     /// Runs a batch insert, update or delete and reports what `resultType` asks
     /// for: the IDs of the rows it changed, their number, or only success. A store
     /// that can change rows without reading their IDs first implements it (the
@@ -94,14 +137,33 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// let result = try store.execute(.delete(fetch), resultType: .count)
     /// result.count   // the rows deleted, cascades included
     /// ```
+    ///
+    /// - Parameters:
+    ///   - request: The rows to insert, update or delete.
+    ///   - resultType: What to report.
+    /// - Returns: Success, the number of rows changed, or their IDs.
     func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult
+    /// Reserves the primary keys of `objectIDs`, permanent IDs of this store chosen
+    /// by a caller (``ManagedObjectContext/assignObjectIDs(_:to:)``): keys the store
+    /// hands out afterwards (``newObjectIDs(for:count:)``) are greater.
+    ///
+    /// - Parameter objectIDs: Permanent IDs of this store.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
+    ///   when the store cannot (the default); a store error when reserving fails.
+    func reserveObjectIDs(_ objectIDs: [ManagedObjectID]) throws
 }
 
 extension PersistentStore {
     /// No single-query read of a relationship's rows: contexts ask for the IDs.
-    public func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? { nil }
+    public func relatedRows(of objectIDs: [ManagedObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? { nil }
     /// No single read of several rows by ID: contexts fetch them with a predicate.
-    public func rows(for objectIDs: [ObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? { nil }
+    public func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? { nil }
+    /// Keys chosen by callers are not supported.
+    public func reserveObjectIDs(_ objectIDs: [ManagedObjectID]) throws {
+        throw CoreDataError(.persistentStoreUnsupportedRequestType,
+                            "The store \(identifier) cannot give objects IDs chosen by the caller")
+    }
     /// The batch request run by ``execute(_:)``, its IDs reported as `resultType` asks.
     public func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult {
         PersistentStoreResult(resultType, try execute(request))
@@ -145,10 +207,10 @@ public enum SnapshotValue: Sendable, Hashable {
     /// An attribute's value.
     case attribute(AttributeValue)
     /// A to-one relationship's destination.
-    case toOne(ObjectID?)
+    case toOne(ManagedObjectID?)
     /// A to-many relationship's destinations (in order for an ordered one), or nil
     /// while not loaded (a to-many fault).
-    case toMany([ObjectID]?)
+    case toMany([ManagedObjectID]?)
 
     var attributeValue: AttributeValue {
         if case .attribute(let value) = self { return value }
@@ -160,7 +222,7 @@ public enum SnapshotValue: Sendable, Hashable {
 /// ``EntityDescription/allProperties``, and its version (`Z_OPT`).
 public struct RowSnapshot: Sendable {
     /// The object the row belongs to.
-    public var objectID: ObjectID
+    public var objectID: ManagedObjectID
     /// The optimistic-locking version: 1 on insert, +1 on each saved update.
     public var version: Int64
     /// The values, indexed like the entity's `allProperties`.
@@ -172,13 +234,13 @@ public struct RowSnapshot: Sendable {
     /// them into (see ``RowPage``), with no array of their own.
     var rowValues: RowValues
 
-    public init(objectID: ObjectID, version: Int64, values: [SnapshotValue]) {
+    public init(objectID: ManagedObjectID, version: Int64, values: [SnapshotValue]) {
         self.objectID = objectID
         self.version = version
         self.rowValues = RowValues(values)
     }
 
-    init(objectID: ObjectID, version: Int64, rowValues: RowValues) {
+    init(objectID: ManagedObjectID, version: Int64, rowValues: RowValues) {
         self.objectID = objectID
         self.version = version
         self.rowValues = rowValues
@@ -193,6 +255,9 @@ public struct RowSnapshot: Sendable {
     }
 
     /// The value of the property named `name`.
+    ///
+    /// - Parameter name: A property of the row's entity.
+    /// - Returns: The value, or nil when the entity has no such property.
     public func value(named name: String) -> SnapshotValue? {
         guard let index = objectID.entity.propertyIndex(named: name), index < rowValues.count else { return nil }
         return rowValues[index]
@@ -206,9 +271,9 @@ public struct SaveChanges: Sendable {
     /// Changed rows with their new values; `version` is the version they were read at.
     public var updated: [RowSnapshot] = []
     /// For each updated row, the indexes of the properties that changed.
-    public var changedProperties: [ObjectID: [Int]] = [:]
+    public var changedProperties: [ManagedObjectID: [Int]] = [:]
     /// Deleted objects with the version they were read at (0: not checked).
-    public var deleted: [(ObjectID, Int64)] = []
+    public var deleted: [(ManagedObjectID, Int64)] = []
     /// The saving context's `transactionAuthor`, for persistent history.
     public var transactionAuthor: String?
     /// The saving context's `name`, for persistent history.
@@ -217,7 +282,7 @@ public struct SaveChanges: Sendable {
     public init() {}
 
     /// Whether every inserted, updated and deleted row is in the store `store`
-    /// names (``ObjectID/storeIdentity``): the rows are looked at in place, by
+    /// names (``ManagedObjectID/storeIdentity``): the rows are looked at in place, by
     /// index (iterating them would copy each, retaining its values).
     func allInStore(_ store: ObjectIdentifier) -> Bool {
         func all(_ rows: [RowSnapshot]) -> Bool {
@@ -232,6 +297,9 @@ public struct SaveChanges: Sendable {
 
 extension EntityDescription {
     /// The index of a property in ``allProperties``.
+    ///
+    /// - Parameter name: The property's name.
+    /// - Returns: The index, or nil when the entity has no such property.
     public func propertyIndex(named name: String) -> Int? {
         indexOfProperty(named: name)
     }

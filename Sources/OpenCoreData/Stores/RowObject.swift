@@ -5,9 +5,9 @@ import OpenCoreDataPredicates
 /// rows, an in-memory state.
 protocol RowSource {
     /// The row of `id`, or nil when there is none.
-    func row(_ id: ObjectID) -> RowSnapshot?
+    func row(_ id: ManagedObjectID) -> RowSnapshot?
     /// The IDs a to-many relationship of `row` holds.
-    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ObjectID]
+    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ManagedObjectID]
 }
 
 /// A store row seen through key-value coding, so that predicates, sort

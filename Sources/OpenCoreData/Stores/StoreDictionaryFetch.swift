@@ -267,14 +267,14 @@ extension AttributeValue {
 /// relationships of rows.
 final class StoreRowGraph: RowSource {
     let store: any PersistentStore
-    private var rows: [ObjectID: RowSnapshot] = [:]
+    private var rows: [ManagedObjectID: RowSnapshot] = [:]
 
     init(store: any PersistentStore) { self.store = store }
 
     func remember(_ row: RowSnapshot) { rows[row.objectID] = row }
 
     /// The row of `id`, read from the store once; store errors are thrown.
-    func loadRow(_ id: ObjectID) throws -> RowSnapshot? {
+    func loadRow(_ id: ManagedObjectID) throws -> RowSnapshot? {
         if let row = rows[id] { return row }
         guard let row = try store.row(for: id) else { return nil }
         rows[id] = row
@@ -282,9 +282,9 @@ final class StoreRowGraph: RowSource {
     }
 
     /// The row of `id` for evaluation, where a row that cannot be read is none.
-    func row(_ id: ObjectID) -> RowSnapshot? { (try? loadRow(id)) ?? nil }
+    func row(_ id: ManagedObjectID) -> RowSnapshot? { (try? loadRow(id)) ?? nil }
 
-    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ObjectID] {
+    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ManagedObjectID] {
         if case .toMany(let ids?)? = row.value(named: relationship.name) { return ids }
         return (try? store.relatedObjectIDs(of: row.objectID, relationship: relationship)) ?? []
     }

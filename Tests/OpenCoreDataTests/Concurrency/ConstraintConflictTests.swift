@@ -42,7 +42,7 @@ struct ConstraintConflictTests {
         }
 
         /// Stores a tag "work" (color red, used 3 times) with one note; returns its ID.
-        func storeWork() throws -> ObjectID {
+        func storeWork() throws -> ManagedObjectID {
             let context = self.context()
             return try context.performAndWait {
                 let work = ManagedObject(entity: tag, insertInto: context)

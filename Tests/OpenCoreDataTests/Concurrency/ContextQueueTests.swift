@@ -47,7 +47,7 @@ struct ContextQueueTests {
         #expect(changes.withLock { $0 } >= 1)
         await #expect(throws: CoreDataError.self) {
             try await context.perform {
-                _ = try context.existingObject(with: ObjectID(entity: stack.item, storeIdentifier: id.storeIdentifier!, primaryKey: 999))
+                _ = try context.existingObject(with: ManagedObjectID(entity: stack.item, storeIdentifier: id.storeIdentifier!, primaryKey: 999))
             }
         }
     }

@@ -105,6 +105,6 @@ struct MemoryReturnTests {
         }
         // Each store had a UUID of its own: the interned names of the closed
         // ones are dropped as the table grows (other tests' stores share it).
-        #expect(ObjectID.StoreName.tableCount < 1000)
+        #expect(ManagedObjectID.StoreName.tableCount < 1000)
     }
 }

@@ -102,11 +102,11 @@ struct MergingTests {
             #expect((list.value(forKey: "items") as? Set<ManagedObject>)?.count == 3)
             holder.value = [list, milk, eggs]
         }
-        let changed = Lock<[String: Set<ObjectID>]>([:])
+        let changed = Lock<[String: Set<ManagedObjectID>]>([:])
         let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification,
                                                               object: reader, queue: nil) { notification in
             let info = notification.userInfo ?? [:]
-            var result: [String: Set<ObjectID>] = [:]
+            var result: [String: Set<ManagedObjectID>] = [:]
             for key in ["inserted", "deleted", "refreshed"] {
                 result[key] = Set((info[key] as? Set<ManagedObject> ?? []).map(\.objectID))
             }

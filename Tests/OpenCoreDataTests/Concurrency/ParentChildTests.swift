@@ -9,7 +9,7 @@ struct ParentChildTests {
         let stack: QueueStack
         let parent: ManagedObjectContext
         let child: ManagedObjectContext
-        let milk: ObjectID
+        let milk: ManagedObjectID
 
         init(_ storeType: PersistentStoreType) throws {
             stack = try QueueStack(storeType: storeType)

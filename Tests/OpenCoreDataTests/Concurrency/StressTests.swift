@@ -9,7 +9,7 @@ import Testing
 struct StressTests {
     /// Increments the shared counter `id` and inserts one item, in one save,
     /// retrying after optimistic locking conflicts (the counter then is read again).
-    static func incrementAndInsert(_ context: ManagedObjectContext, counter id: ObjectID, list: ManagedObject,
+    static func incrementAndInsert(_ context: ManagedObjectContext, counter id: ManagedObjectID, list: ManagedObject,
                                    item entity: EntityDescription, name: String, writer: Int) throws -> (ManagedObject, Int) {
         let item = ManagedObject(entity: entity, insertInto: context)
         item.setValue(name, forKey: "name")
@@ -30,7 +30,7 @@ struct StressTests {
     }
 
     /// Creates the shared counter and one list per writer; returns their IDs.
-    static func setUp(_ context: ManagedObjectContext, stack: QueueStack, writers: Int) throws -> (ObjectID, [ObjectID]) {
+    static func setUp(_ context: ManagedObjectContext, stack: QueueStack, writers: Int) throws -> (ManagedObjectID, [ManagedObjectID]) {
         try context.performAndWait {
             let counter = ManagedObject(entity: stack.item, insertInto: context)
             counter.setValue("shared counter", forKey: "name")

@@ -28,15 +28,15 @@ struct ManagedObjectContextTests {
         let identifier = stack.coordinator.persistentStores[0].identifier
         // The same identifier built at run time (other string storage).
         let rebuilt = String(identifier.prefix(10)) + String(identifier.dropFirst(10))
-        let a = ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: 7)
-        let b = ObjectID(entity: entity, storeIdentifier: rebuilt, primaryKey: 7)
+        let a = ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: 7)
+        let b = ManagedObjectID(entity: entity, storeIdentifier: rebuilt, primaryKey: 7)
         #expect(a == b)
         #expect(Set([a, b]).count == 1)
         #expect(b.storeIdentifier == identifier)
-        #expect(a != ObjectID(entity: entity, storeIdentifier: "another-store", primaryKey: 7))
-        #expect(a != ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: 8))
+        #expect(a != ManagedObjectID(entity: entity, storeIdentifier: "another-store", primaryKey: 7))
+        #expect(a != ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: 8))
         #expect(stack.coordinator.managedObjectID(forURIRepresentation: b.uriRepresentation()) == a)
-        #expect(ObjectID(entity: entity, storeIdentifier: "another-store", primaryKey: 7).uriRepresentation().absoluteString
+        #expect(ManagedObjectID(entity: entity, storeIdentifier: "another-store", primaryKey: 7).uriRepresentation().absoluteString
                 == "x-coredata://another-store/Mood/p7")
         // A store's IDs share one scope per entity; an ID built from the parts
         // has a scope of its own, and is the same ID all the same.
@@ -44,11 +44,11 @@ struct ManagedObjectContextTests {
         try stack.context.save()
         let saved = mood.objectID
         let fetched = try stack.newContext().fetch(FetchRequest<Mood>(entityName: "Mood"))[0].objectID
-        let built = ObjectID(entity: entity, storeIdentifier: identifier, primaryKey: try #require(saved.primaryKey))
+        let built = ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: try #require(saved.primaryKey))
         #expect(saved == fetched && saved == built)
         #expect(Set([saved, fetched, built]).count == 1)
         #expect(saved.entity === entity && built.entity === entity)
-        #expect(built != ObjectID(entity: try #require(stack.coordinator.managedObjectModel.entitiesByName["Country"]),
+        #expect(built != ManagedObjectID(entity: try #require(stack.coordinator.managedObjectModel.entitiesByName["Country"]),
                                   storeIdentifier: identifier, primaryKey: try #require(saved.primaryKey)))
     }
 
@@ -430,7 +430,7 @@ struct ManagedObjectContextTests {
         request.fetchLimit = 0
         #expect(try ratings().count == 2)
 
-        let ids = FetchRequest<ObjectID>(entityName: "Mood")
+        let ids = FetchRequest<ManagedObjectID>(entityName: "Mood")
         #expect(try stack.context.fetch(ids).count == 4)
         let predicateOnRelationship = FetchRequest<Mood>(entityName: "Mood")
         let country = Country(context: stack.context)
@@ -517,7 +517,7 @@ struct ManagedObjectContextTests {
             },
             center.addObserver(forName: ManagedObjectContext.didSaveNotification, object: context, queue: nil) { note in
                 box.names.append(note.name.rawValue)
-                box.savedIDs = (note.userInfo?["inserted_objectIDs"] as? Set<ObjectID>)?.count ?? 0
+                box.savedIDs = (note.userInfo?["inserted_objectIDs"] as? Set<ManagedObjectID>)?.count ?? 0
             },
         ]
         defer { tokens.forEach(center.removeObserver) }

@@ -125,13 +125,13 @@ struct UnregisteredDestinationsTests {
         // Each row's object is registered before the next row asks.
         var skips = unregistered.next(in: registry)
         #expect(skips)
-        _ = stack.context.makeFault(ObjectID(entity: try #require(stack.model.entitiesByName["Mood"]), storeIdentifier: "s", primaryKey: 1),
+        _ = stack.context.makeFault(ManagedObjectID(entity: try #require(stack.model.entitiesByName["Mood"]), storeIdentifier: "s", primaryKey: 1),
                                     row: nil, unregistered: true)
         skips = unregistered.next(in: registry)
         #expect(skips)
         // Something else registers an object (an `awakeFromFetch()` fetching, say).
-        _ = stack.context.makeFault(ObjectID(entity: country, storeIdentifier: "s", primaryKey: 1), row: nil)
-        _ = stack.context.makeFault(ObjectID(entity: try #require(stack.model.entitiesByName["Mood"]), storeIdentifier: "s", primaryKey: 2),
+        _ = stack.context.makeFault(ManagedObjectID(entity: country, storeIdentifier: "s", primaryKey: 1), row: nil)
+        _ = stack.context.makeFault(ManagedObjectID(entity: try #require(stack.model.entitiesByName["Mood"]), storeIdentifier: "s", primaryKey: 2),
                                     row: nil, unregistered: true)
         skips = unregistered.next(in: registry)
         #expect(!skips)

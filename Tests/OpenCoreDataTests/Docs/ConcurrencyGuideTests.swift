@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import OpenCoreData
 
-// The first program of docs/contexts-and-concurrency.md (class names prefixed to
-// keep them apart from other tests' classes).
+// The first program of Sources/OpenCoreData/OpenCoreData.docc/ContextsAndConcurrency.md
+// (class names prefixed to keep them apart from other tests' classes).
 @ManagedEntity final class GuideEntry: ManagedObject {
     @Managed var title: String
     @Managed(default: Int64(0)) var views: Int64

@@ -4,8 +4,9 @@ import OpenCoreDataPredicates
 import Synchronization
 import Testing
 
-// The examples of docs/data-access.md, as written (the class is `GuideUser`
-// rather than `User`: managed object classes are registered by name).
+// The examples of Sources/OpenCoreData/OpenCoreData.docc/DataAccess.md, as written
+// (the class is `GuideUser` rather than `User`: managed object classes are
+// registered by name).
 @ManagedEntity final class GuideUser: ManagedObject {
     @Managed var firstname: String
     @Managed var lastname: String?

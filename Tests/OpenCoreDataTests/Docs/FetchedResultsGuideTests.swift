@@ -3,8 +3,8 @@ import Testing
 import OpenCoreData
 import OpenCoreDataPredicates
 
-// The first program of docs/fetched-results-controller.md (class names prefixed to
-// keep them apart from other tests' classes).
+// The first program of Sources/OpenCoreData/OpenCoreData.docc/FetchedResultsControllerGuide.md
+// (class names prefixed to keep them apart from other tests' classes).
 @ManagedEntity final class GuideNote: ManagedObject {
     @Managed var title: String
     @Managed var day: String

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import OpenCoreData
 
-// The first program of docs/objects-and-contexts.md (class names prefixed to keep
-// them apart from other tests' classes).
+// The first program of Sources/OpenCoreData/OpenCoreData.docc/ObjectsAndContexts.md
+// (class names prefixed to keep them apart from other tests' classes).
 @ManagedEntity final class GuideCountry: ManagedObject {
     @Managed var numericISO3166Code: Int16
     @Managed(inverse: "country", deleteRule: .cascade) var moods: Set<GuideMood>

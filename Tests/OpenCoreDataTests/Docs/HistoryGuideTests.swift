@@ -3,7 +3,8 @@ import Testing
 @testable import OpenCoreData
 import OpenCoreDataPredicates
 
-// The examples of docs/history-and-generations.md, run as written.
+// The examples of Sources/OpenCoreData/OpenCoreData.docc/HistoryAndGenerations.md,
+// run as written.
 @Suite("Guide: persistent history and query generations")
 struct HistoryGuideTests {
     @Test("Processing other writers' history after a saved token, then deleting it")

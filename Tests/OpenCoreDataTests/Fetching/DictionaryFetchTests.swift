@@ -39,7 +39,7 @@ struct DictionaryFetchTests {
         let rows = try stack.context.fetch(request)
         #expect(rows.count == seed.moods.count)
         for (row, data) in zip(rows, seed.moods) {
-            #expect(row["country"] as? ObjectID == data.country.map { objects.countries[$0].objectID })
+            #expect(row["country"] as? ManagedObjectID == data.country.map { objects.countries[$0].objectID })
             #expect(row.int("country.numericISO3166Code") == data.country.map { seed.countryCodes[$0] })
             #expect(row.int("rating") == data.rating)
         }
@@ -98,18 +98,18 @@ struct DictionaryFetchTests {
         byCountry.propertiesToFetch = ["country", .expression(ExpressionDescription(name: "n", expression: count, resultType: .integer64))]
         byCountry.propertiesToGroupBy = ["country"]
         let grouped = try stack.context.fetch(byCountry)
-        var expected: [ObjectID?: Int] = [:]
+        var expected: [ManagedObjectID?: Int] = [:]
         for mood in seed.moods { expected[mood.country.map { objects.countries[$0].objectID }, default: 0] += 1 }
         #expect(grouped.count == expected.count)
-        for row in grouped { #expect(row.int("n") == expected[row["country"] as? ObjectID]) }
+        for row in grouped { #expect(row.int("n") == expected[row["country"] as? ManagedObjectID]) }
         // Groups come in the order of their first row (primary-key order unsorted).
         let unsorted = try stack.context.fetch(FetchRequest<Mood>(entityName: "Mood"))
-        var firstSeen: [ObjectID?] = []
+        var firstSeen: [ManagedObjectID?] = []
         for mood in unsorted {
             let id = (mood.value(forKey: "country") as? ManagedObject)?.objectID
             if !firstSeen.contains(id) { firstSeen.append(id) }
         }
-        #expect(grouped.map { $0["country"] as? ObjectID } == firstSeen)
+        #expect(grouped.map { $0["country"] as? ManagedObjectID } == firstSeen)
     }
 
     @Test("distinct results, offset and limit, count result type", arguments: allStoreTypes)

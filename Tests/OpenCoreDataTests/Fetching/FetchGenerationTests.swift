@@ -24,7 +24,7 @@ struct FetchGenerationTests {
         _ = try Support.insertBook(writer.context, title: "C", pages: 10)
         try writer.context.save()
         #expect(try reader.context.fetch(sum).first?.int("pages") == 3)
-        #expect(try reader.context.fetch(FetchRequest<ObjectID>(entityName: "Book")).count == 2)
+        #expect(try reader.context.fetch(FetchRequest<ManagedObjectID>(entityName: "Book")).count == 2)
         let batched = FetchRequest<ManagedObject>(entityName: "Book")
         batched.fetchBatchSize = 1
         #expect(try reader.context.fetchInBatches(batched).compactMap { $0.value(forKey: "title") as? String }.sorted() == ["A", "B"])

@@ -181,7 +181,7 @@ struct FetchOptionTests {
     func pendingChanges(storeType: PersistentStoreType) throws {
         let stack = try TestStack(storeType: storeType)
         let objects = try seed.insert(into: stack)
-        let request = FetchRequest<ObjectID>(entityName: "Mood")
+        let request = FetchRequest<ManagedObjectID>(entityName: "Mood")
         request.predicate = try CorePredicate(format: "rating == 5")
         let stored = seed.moods.filter { $0.rating == 5 }.count
         #expect(try stack.context.fetch(request).count == stored)
@@ -227,7 +227,7 @@ struct FetchOptionTests {
                 request.fetchLimit = limit
                 return request
             }
-            let ids = try configured(FetchRequest<ObjectID>(entityName: entity))
+            let ids = try configured(FetchRequest<ManagedObjectID>(entityName: entity))
             let objects = try configured(FetchRequest<ManagedObject>(entityName: entity))
             let fetched = try context.fetch(ids)
             let expected = try context.fetch(objects)
@@ -242,7 +242,7 @@ struct FetchOptionTests {
         try check("Shape", "size >= 3", sort: [CoreSortDescriptor(key: "size", ascending: false)], limit: 7)
         try check("Square", "TRUEPREDICATE", limit: 5)
         // In primary-key order when unsorted, whatever the index's order.
-        let keys = try context.fetch(FetchRequest<ObjectID>(entityName: "Shape")).compactMap(\.primaryKey)
+        let keys = try context.fetch(FetchRequest<ManagedObjectID>(entityName: "Shape")).compactMap(\.primaryKey)
         #expect(keys.count == 40 && keys == keys.sorted())
         let request = FetchRequest<ManagedObject>(entityName: "Circle")
         request.predicate = try CorePredicate(format: "size < 5")
@@ -264,7 +264,7 @@ struct FetchOptionTests {
             request.fetchLimit = 6
             return request
         }
-        let ids = try stack.context.fetch(try configured(FetchRequest<ObjectID>(entityName: "Mood")))
+        let ids = try stack.context.fetch(try configured(FetchRequest<ManagedObjectID>(entityName: "Mood")))
         let objects = try stack.context.fetch(try configured(FetchRequest<ManagedObject>(entityName: "Mood")))
         #expect(ids.count == 6)
         #expect(ids == objects.map(\.objectID))
@@ -283,7 +283,7 @@ struct FetchOptionTests {
         child.parent = stack.context
         let expected = seed.moods.enumerated().filter { $0.offset == 0 || $0.element.rating == 5 }.count + 1
         try child.performAndWait {
-            let ids = FetchRequest<ObjectID>(entityName: "Mood")
+            let ids = FetchRequest<ManagedObjectID>(entityName: "Mood")
             ids.predicate = try CorePredicate(format: "rating == 5")
             #expect(try child.fetch(ids).count == expected)
             #expect(try child.fetch(ids).contains(added.objectID))

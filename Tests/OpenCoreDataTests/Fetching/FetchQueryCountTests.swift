@@ -25,11 +25,11 @@ final class CountingStore: PersistentStore {
     var metadata: [String: AttributeValue] { base.metadata }
     func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] { note("fetch"); return try base.fetchRows(fetch) }
     func count(_ fetch: StoreFetch) throws -> Int { note("count"); return try base.count(fetch) }
-    func row(for objectID: ObjectID) throws -> RowSnapshot? { note("row"); return try base.row(for: objectID) }
-    func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    func row(for objectID: ManagedObjectID) throws -> RowSnapshot? { note("row"); return try base.row(for: objectID) }
+    func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         note("related"); return try base.relatedObjectIDs(of: objectID, relationship: relationship)
     }
-    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] { try base.newObjectIDs(for: entity, count: count) }
+    func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ManagedObjectID] { try base.newObjectIDs(for: entity, count: count) }
     func save(_ changes: SaveChanges) throws { note("save"); try base.save(changes) }
 }
 

@@ -407,9 +407,9 @@ struct PersistentHistoryTests {
         try stack.context.save()
         let transaction = try #require(try stack.context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)).transactions?.last)
         let info = try #require(transaction.objectIDNotification().userInfo)
-        #expect(info[ManagedObjectContext.NotificationKey.insertedObjectIDs] as? Set<ObjectID> == [added.objectID])
-        #expect(info[ManagedObjectContext.NotificationKey.updatedObjectIDs] as? Set<ObjectID> == [keep.objectID])
-        #expect(info[ManagedObjectContext.NotificationKey.deletedObjectIDs] as? Set<ObjectID> == [drop.objectID])
+        #expect(info[ManagedObjectContext.NotificationKey.insertedObjectIDs] as? Set<ManagedObjectID> == [added.objectID])
+        #expect(info[ManagedObjectContext.NotificationKey.updatedObjectIDs] as? Set<ManagedObjectID> == [keep.objectID])
+        #expect(info[ManagedObjectContext.NotificationKey.deletedObjectIDs] as? Set<ManagedObjectID> == [drop.objectID])
     }
 
     @Test("Two coordinators on one file: the other's save posts a remote-change notification with a history token")

@@ -88,7 +88,7 @@ struct BackReferenceTests {
     func objectIDOutlivesModel() throws {
         // IDs hold their entity: the entity lives as long as an ID names it, and
         // not longer (a server that opens many stores gets their models back).
-        var ids: [ObjectID] = []
+        var ids: [ManagedObjectID] = []
         weak var usedEntity: EntityDescription?
         weak var unusedEntity: EntityDescription?
         weak var weakModel: ManagedObjectModel?
@@ -111,14 +111,14 @@ struct BackReferenceTests {
                 try context.save()
                 ids.append(object.objectID)
             }
-            ids.append(ObjectID(entity: entity, storeIdentifier: "STORE", primaryKey: 42))
+            ids.append(ManagedObjectID(entity: entity, storeIdentifier: "STORE", primaryKey: 42))
         }
         #expect(weakModel == nil)
         #expect(unusedEntity == nil)
         #expect(usedEntity != nil)
         #expect(ids.map(\.entity.name) == ["Kept", "Kept"])
         #expect(ids[1].uriRepresentation().absoluteString == "x-coredata://STORE/Kept/p42")
-        #expect(ids[1] == ObjectID(entity: ids[1].entity, storeIdentifier: "STORE", primaryKey: 42))
+        #expect(ids[1] == ManagedObjectID(entity: ids[1].entity, storeIdentifier: "STORE", primaryKey: 42))
         #expect(Set(ids).count == 2)
         ids = []
         #expect(usedEntity == nil)

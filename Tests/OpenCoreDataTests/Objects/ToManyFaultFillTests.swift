@@ -26,7 +26,7 @@ struct ToManyFaultFillTests {
             #expect(owner.hasChanges == changedFirst)
             let committed = owner.committedValues(forKeys: ["name", "items"])
             #expect(committed["name"] as? String == "a")
-            #expect(committed["items"] as? Set<ObjectID> == itemIDs)
+            #expect(committed["items"] as? Set<ManagedObjectID> == itemIDs)
             // Loaded into the committed row itself (not read again from the store).
             let index = try #require(owner.entity.propertyIndex(named: "items"))
             guard case .toMany(let committedIDs?)? = owner.committed?.rowValues[index] else {

@@ -273,16 +273,6 @@ struct TypedObjectTests {
         #expect(throws: CoreDataError.self) { try stack.context.save() }
     }
 
-    @Test("A non-optional to-one without a value reads a detached placeholder")
-    func nonOptionalToOne() throws {
-        let stack = try TypedStack()
-        let mood = TypedMood(context: stack.context)
-        let country: TypedCountry = mood.managedValue(forKey: "country")
-        #expect(country.managedObjectContext == nil)
-        #expect(country.entity.name == "TypedCountry")
-        #expect(mood.country == nil)
-    }
-
     @Test("@Managed in an extension reads and writes the same storage")
     func extensionProperty() throws {
         let stack = try TypedStack()

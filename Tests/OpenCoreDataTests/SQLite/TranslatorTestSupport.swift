@@ -208,9 +208,9 @@ final class TranslatorFixture: @unchecked Sendable {
             let entity = self.entity(row.entity)
             entityOfKey[entity.rootEntity.name, default: [:]][row.pk] = entity
         }
-        func objectID(_ destination: EntityDescription, _ pk: Int64) -> ObjectID {
+        func objectID(_ destination: EntityDescription, _ pk: Int64) -> ManagedObjectID {
             let concrete = entityOfKey[destination.rootEntity.name]?[pk] ?? destination
-            return ObjectID(entity: concrete, storeIdentifier: TranslatorFixture.storeIdentifier, primaryKey: pk)
+            return ManagedObjectID(entity: concrete, storeIdentifier: TranslatorFixture.storeIdentifier, primaryKey: pk)
         }
         // SQLite rows.
         try queue.write { db in
@@ -327,7 +327,7 @@ final class TranslatorFixture: @unchecked Sendable {
 
     /// An object ID URI of this store.
     func uri(_ entity: String, _ pk: Int64) -> AttributeValue {
-        .uri(ObjectID(entity: self.entity(entity), storeIdentifier: TranslatorFixture.storeIdentifier, primaryKey: pk)
+        .uri(ManagedObjectID(entity: self.entity(entity), storeIdentifier: TranslatorFixture.storeIdentifier, primaryKey: pk)
             .uriRepresentation())
     }
 }

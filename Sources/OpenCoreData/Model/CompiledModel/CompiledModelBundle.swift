@@ -20,6 +20,12 @@ public struct CompiledModelBundle: Sendable {
     public let currentVersionName: String
 
     /// Opens a `.momd` folder or a `.mom` file.
+    ///
+    /// - Parameter url: The folder or file. Only the version names are read; the
+    ///   models load with ``model(forVersion:)``.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/fileReadNoSuchFile`` (260) when there is no such
+    ///   file; a file error (256, 259) when the folder's versions cannot be read.
     public init(contentsOf url: URL) throws {
         let fileManager = FileManager.default
         var isDirectory: ObjCBool = false
@@ -40,6 +46,9 @@ public struct CompiledModelBundle: Sendable {
     }
 
     /// The `.mom` file of a version.
+    ///
+    /// - Parameter name: A name of ``versionNames``.
+    /// - Returns: The URL of the version's `.mom` file (which may not exist).
     public func fileURL(forVersion name: String) -> URL {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue { return url }
@@ -47,6 +56,12 @@ public struct CompiledModelBundle: Sendable {
     }
 
     /// Loads one version's model.
+    ///
+    /// - Parameter name: A name of ``versionNames``.
+    /// - Returns: A new, editable model.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/fileReadNoSuchFile``
+    ///   (260) for an unknown version or an unreadable file;
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) for a malformed archive.
     public func model(forVersion name: String) throws -> ManagedObjectModel {
         guard versionNames.contains(name) else {
             throw CoreDataError(.fileReadNoSuchFile, "\(url.path): no model version named '\(name)' (versions: \(versionNames.joined(separator: ", ")))", url: url)
@@ -59,11 +74,17 @@ public struct CompiledModelBundle: Sendable {
     }
 
     /// Loads the current version's model.
+    ///
+    /// - Returns: A new, editable model of ``currentVersionName``.
+    /// - Throws: The errors of ``model(forVersion:)``.
     public func currentModel() throws -> ManagedObjectModel {
         try model(forVersion: currentVersionName)
     }
 
     /// Loads every version's model, by version name.
+    ///
+    /// - Returns: A new, editable model for each name of ``versionNames``.
+    /// - Throws: The first error of ``model(forVersion:)``.
     public func allModels() throws -> [String: ManagedObjectModel] {
         var models: [String: ManagedObjectModel] = [:]
         for name in versionNames { models[name] = try model(forVersion: name) }

@@ -27,12 +27,23 @@ public struct CompiledModelReader: Sendable {
     public var url: URL?
 
     /// A reader whose errors name `source`.
+    ///
+    /// - Parameters:
+    ///   - source: What is read (a file path or "Z_MODELCACHE"), for error
+    ///     messages.
+    ///   - url: The file read, if any, attached to errors.
     public init(source: String, url: URL? = nil) {
         self.source = source
         self.url = url
     }
 
     /// Reads a keyed archive (the content of a `.mom` file).
+    ///
+    /// - Parameter data: The archive.
+    /// - Returns: A new, editable model.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) when the data is not a
+    ///   compiled model archive or its structure is broken.
     public func read(archiveData data: Data) throws -> ManagedObjectModel {
         let archive: KeyedArchive
         do {
@@ -48,6 +59,12 @@ public struct CompiledModelReader: Sendable {
     }
 
     /// Reads a `Z_MODELCACHE.Z_CONTENT` blob: raw DEFLATE of a keyed archive.
+    ///
+    /// - Parameter data: The compressed archive.
+    /// - Returns: A new, editable model.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) when the data is not
+    ///   valid DEFLATE data or not a compiled model archive.
     public func read(modelCacheData data: Data) throws -> ManagedObjectModel {
         let archive: Data
         do {
@@ -70,6 +87,11 @@ extension ManagedObjectModel {
     /// ```swift
     /// let model = try ManagedObjectModel(compiledModelData: Data(contentsOf: momURL))
     /// ```
+    ///
+    /// - Parameter data: The content of a `.mom` file.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) when the data is not a
+    ///   compiled model archive or its structure is broken.
     public convenience init(compiledModelData data: Data) throws {
         let loaded = try CompiledModelReader(source: "compiled model").read(archiveData: data)
         self.init()
@@ -84,6 +106,11 @@ extension ManagedObjectModel {
     /// let model = try ManagedObjectModel(modelCacheData: blob)
     /// model.entityVersionHashesByName   // equals the store's NSStoreModelVersionHashes
     /// ```
+    ///
+    /// - Parameter data: The `Z_CONTENT` blob.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) when the data is not
+    ///   valid DEFLATE data or not a compiled model archive.
     public convenience init(modelCacheData data: Data) throws {
         let loaded = try CompiledModelReader(source: "Z_MODELCACHE").read(modelCacheData: data)
         self.init()

@@ -34,6 +34,9 @@ public struct CompiledModelWriter: Sendable {
     public init() {}
 
     /// The keyed archive of `model` (a `.mom` file's content).
+    ///
+    /// - Parameter model: The model to write.
+    /// - Returns: The archive, readable by ``CompiledModelReader/read(archiveData:)``.
     public func archiveData(for model: ManagedObjectModel) throws -> Data {
         var encoder = ModelArchiveEncoder()
         let root = encoder.encode(model)
@@ -41,6 +44,10 @@ public struct CompiledModelWriter: Sendable {
     }
 
     /// The raw-DEFLATE compressed archive, as stored in `Z_MODELCACHE.Z_CONTENT`.
+    ///
+    /// - Parameter model: The model to write.
+    /// - Returns: The compressed archive, readable by
+    ///   ``CompiledModelReader/read(modelCacheData:)``.
     public func modelCacheData(for model: ManagedObjectModel) throws -> Data {
         Deflate.compress(try archiveData(for: model))
     }
@@ -55,6 +62,8 @@ extension ManagedObjectModel {
     /// let again = try ManagedObjectModel(compiledModelData: data)
     /// again.entityVersionHashesByName == model.entityVersionHashesByName   // true
     /// ```
+    ///
+    /// - Returns: The archive, readable by ``init(compiledModelData:)``.
     public func compiledModelData() throws -> Data {
         try CompiledModelWriter().archiveData(for: self)
     }

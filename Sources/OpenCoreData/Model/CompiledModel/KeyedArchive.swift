@@ -335,7 +335,7 @@ struct KeyedArchive {
         }
     }
 
-    /// A reference decoded completely into an ``AttributeValue`` (numbers, strings,
+    /// A reference decoded completely into an `AttributeValue` (numbers, strings,
     /// dates, data, UUIDs, URLs, decimals, and arrays/dictionaries of them), or nil
     /// for objects of other classes. Cycles and deep nesting give nil.
     func plainValue(_ value: PropertyListValue) -> AttributeValue? {

@@ -24,6 +24,12 @@ public struct XcodeDataModel: Sendable {
     public let currentVersionName: String
 
     /// Opens a `.xcdatamodeld` bundle, a `.xcdatamodel` folder, or a `contents` file.
+    ///
+    /// - Parameter url: The bundle, folder or file. Only the version names are
+    ///   read; the models load with ``model(forVersion:)``.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/fileReadNoSuchFile`` (260) when there is no such
+    ///   file; a file error (256, 259) when the bundle's versions cannot be read.
     public init(contentsOf url: URL) throws {
         let fileManager = FileManager.default
         var isDirectory: ObjCBool = false
@@ -51,6 +57,10 @@ public struct XcodeDataModel: Sendable {
     }
 
     /// The `contents` file of a version.
+    ///
+    /// - Parameter name: A name of ``versionNames``.
+    /// - Returns: The URL of the version's `contents` XML file (which may not
+    ///   exist).
     public func contentsURL(forVersion name: String) -> URL {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue { return url }
@@ -61,6 +71,13 @@ public struct XcodeDataModel: Sendable {
     }
 
     /// Loads one version's model.
+    ///
+    /// - Parameter name: A name of ``versionNames``.
+    /// - Returns: A new, editable model.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/fileReadNoSuchFile``
+    ///   (260) for an unknown version or a missing `contents` file;
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) for a malformed file;
+    ///   ``CoreDataError/Code/coreData`` (134060) for an invalid model.
     public func model(forVersion name: String) throws -> ManagedObjectModel {
         guard versionNames.contains(name) else {
             throw CoreDataError(.fileReadNoSuchFile, "\(url.path): no model version named '\(name)' (versions: \(versionNames.joined(separator: ", ")))", url: url)
@@ -77,11 +94,17 @@ public struct XcodeDataModel: Sendable {
     }
 
     /// Loads the current version's model.
+    ///
+    /// - Returns: A new, editable model of ``currentVersionName``.
+    /// - Throws: The errors of ``model(forVersion:)``.
     public func currentModel() throws -> ManagedObjectModel {
         try model(forVersion: currentVersionName)
     }
 
     /// Loads every version's model, by version name.
+    ///
+    /// - Returns: A new, editable model for each name of ``versionNames``.
+    /// - Throws: The first error of ``model(forVersion:)``.
     public func allModels() throws -> [String: ManagedObjectModel] {
         var models: [String: ManagedObjectModel] = [:]
         for name in versionNames { models[name] = try model(forVersion: name) }
@@ -99,9 +122,13 @@ extension ManagedObjectModel {
     /// let model = try ManagedObjectModel(contentsOf: URL(fileURLWithPath: "Moody.xcdatamodeld"))
     /// ```
     ///
-    /// A missing file throws ``CoreDataError/Code/fileReadNoSuchFile``; a malformed
-    /// one throws ``CoreDataError/Code/fileReadCorruptFile`` with the file, line,
-    /// element and problem in its message.
+    /// - Parameter url: The model file or folder; its extension says which kind
+    ///   it is.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/fileReadNoSuchFile``
+    ///   (260) for a missing file; ``CoreDataError/Code/fileReadCorruptFile`` (259)
+    ///   for a malformed one, or one of another kind, with the file, line,
+    ///   element and problem in its message; ``CoreDataError/Code/coreData``
+    ///   (134060) for an invalid model.
     public convenience init(contentsOf url: URL) throws {
         let ext = url.pathExtension.lowercased()
         if ext == "mom" || ext == "momd" {

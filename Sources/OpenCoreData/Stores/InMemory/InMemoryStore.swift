@@ -17,8 +17,8 @@ import Synchronization
 /// exactly like the SQLite store.
 public final class InMemoryStore: PersistentStore {
     public let identifier: String
-    /// The scopes of the store's object IDs, with its identifier interned (see `ObjectID`).
-    let idScopes: ObjectID.Scopes
+    /// The scopes of the store's object IDs, with its identifier interned (see `ManagedObjectID`).
+    let idScopes: ManagedObjectID.Scopes
     public var type: PersistentStoreType { .inMemory }
     public var url: URL? { nil }
     public let configurationName: String?
@@ -32,7 +32,7 @@ public final class InMemoryStore: PersistentStore {
         var maxPrimaryKey: [String: Int64] = [:]
         var metadata: [String: AttributeValue] = [:]
 
-        func row(_ id: ObjectID) -> RowSnapshot? {
+        func row(_ id: ManagedObjectID) -> RowSnapshot? {
             guard let pk = id.primaryKey else { return nil }
             return rows[id.entity.name]?[pk]
         }
@@ -41,11 +41,19 @@ public final class InMemoryStore: PersistentStore {
     private let state: Lock<State>
 
     /// Creates an empty in-memory store for `model`.
+    ///
+    /// - Parameters:
+    ///   - model: The model of the stored objects.
+    ///   - configurationName: The model configuration whose entities the store
+    ///     holds; nil for all.
+    ///   - identifier: The store's identifier (`NSStoreUUID`), part of every
+    ///     object ID URI.
+    ///   - readOnly: Whether saving to the store is refused.
     public init(model: ManagedObjectModel, configurationName: String? = nil, identifier: String = UUID().uuidString,
                 readOnly: Bool = false) {
         self.model = model
         self.identifier = identifier
-        self.idScopes = ObjectID.Scopes(storeName: .named(identifier))
+        self.idScopes = ManagedObjectID.Scopes(storeName: .named(identifier))
         self.configurationName = configurationName
         self.isReadOnly = readOnly
         var initial = State()
@@ -64,6 +72,10 @@ public final class InMemoryStore: PersistentStore {
     }
 
     /// Replaces the app's own metadata keys (Core Data's keys are kept).
+    ///
+    /// - Parameters:
+    ///   - value: The value, or nil to remove the key.
+    ///   - key: The metadata key.
     public func setMetadataValue(_ value: AttributeValue?, forKey key: String) {
         state.withLock { $0.metadata[key] = value }
     }
@@ -100,12 +112,12 @@ public final class InMemoryStore: PersistentStore {
         return try fetchRows(unlimited).count
     }
 
-    public func row(for objectID: ObjectID) throws -> RowSnapshot? {
+    public func row(for objectID: ManagedObjectID) throws -> RowSnapshot? {
         state.withLock { $0.row(objectID) }
     }
 
-    public func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
-        try state.withLock { state -> [ObjectID] in
+    public func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
+        try state.withLock { state -> [ManagedObjectID] in
             guard let row = state.row(objectID) else {
                 throw CoreDataError(.managedObjectReferentialIntegrity,
                                     "The object \(objectID) no longer exists in the store", objectDescription: objectID.description)
@@ -116,7 +128,7 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
-    public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
+    public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ManagedObjectID] {
         let root = entity.rootEntity.name
         let first = state.withLock { state -> Int64 in
             let start = (state.maxPrimaryKey[root] ?? 0) + 1
@@ -124,7 +136,17 @@ public final class InMemoryStore: PersistentStore {
             return start
         }
         let scope = idScopes.scope(for: entity)
-        return (0..<count).map { ObjectID(scope: scope, primaryKey: first + Int64($0)) }
+        return (0..<count).map { ManagedObjectID(scope: scope, primaryKey: first + Int64($0)) }
+    }
+
+    public func reserveObjectIDs(_ objectIDs: [ManagedObjectID]) throws {
+        state.withLock { state in
+            for id in objectIDs {
+                guard case .permanent(let key) = id.key else { continue }
+                let root = id.entity.rootEntity.name
+                state.maxPrimaryKey[root] = max(state.maxPrimaryKey[root] ?? 0, key)
+            }
+        }
     }
 
     // MARK: Writing
@@ -182,7 +204,7 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
-    private func conflict(_ id: ObjectID, expected: Int64, found: Int64?) -> CoreDataError {
+    private func conflict(_ id: ManagedObjectID, expected: Int64, found: Int64?) -> CoreDataError {
         let what = found.map { "version \($0) in the store" } ?? "deleted from the store"
         return CoreDataError(.managedObjectMerge, "\(id) was read at version \(expected) but is now \(what)",
                              entityName: id.entityName, objectDescription: id.description)
@@ -193,8 +215,8 @@ public final class InMemoryStore: PersistentStore {
 /// their relationships.
 struct RowGraph: RowSource {
     let state: InMemoryStore.State
-    func row(_ id: ObjectID) -> RowSnapshot? { state.row(id) }
-    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ObjectID] {
+    func row(_ id: ManagedObjectID) -> RowSnapshot? { state.row(id) }
+    func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ManagedObjectID] {
         if case .toMany(let ids?)? = row.value(named: relationship.name) { return ids }
         return []
     }

@@ -256,7 +256,7 @@ extension SQLTranslationContext {
     /// The entity number and primary key an object ID URI names, if it can be an
     /// object of `object`'s kind in this store.
     private func objectKey(_ uri: URL, for object: SQLObjectReference) -> (Int, Int64)? {
-        guard let parsed = ObjectID.parse(uri: uri), parsed.store == translator.storeIdentifier,
+        guard let parsed = ManagedObjectID.parse(uri: uri), parsed.store == translator.storeIdentifier,
               case .permanent(let key) = parsed.key,
               let entity = object.entity.rootEntity.selfAndDescendants.first(where: { $0.name == parsed.entity }),
               let number = layout.entityNumber(for: entity) else { return nil }

@@ -6,7 +6,7 @@ import OpenCoreDataPredicates
 /// `ACHANGE` and `ATRANSACTIONSTRING` (entity numbers 16002, 16001 and 16003 in
 /// `Z_PRIMARYKEY`), written in the same transaction as each save.
 ///
-/// Layout (see docs/sqlite-format.md):
+/// Layout (see OpenCoreData.docc/SQLiteFormat.md):
 /// - `ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME)`: interned strings, unique on `ZNAME`.
 /// - `ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS,
 ///   ZTIMESTAMP, ZAUTHOR, ZBUNDLEID, ZCONTEXTNAME, ZPROCESSID, ZQUERYGEN)`: the `…TS` columns
@@ -48,7 +48,7 @@ struct SQLiteHistory: Sendable {
     /// adds tombstone columns the model needs and the table lacks.
     func prepareTables(_ db: Database) throws {
         // Tables and indexes exactly as Core Data writes them (compared with the
-        // Photos libraries, frameworks 973-1522: docs/sqlite-format.md).
+        // Photos libraries, frameworks 973-1522: OpenCoreData.docc/SQLiteFormat.md).
         if try !db.tableExists("ACHANGE") {
             let tombstones = (0..<tombstoneColumnCount).map { ", ZTOMBSTONE\($0) BLOB" }.joined()
             try db.execute(sql: """
@@ -117,8 +117,8 @@ struct SQLiteHistory: Sendable {
 
     /// The stored values of the tombstone attributes of objects about to be
     /// deleted, read before the rows go.
-    func tombstones(of deleted: [(ObjectID, Int64)], schema: SQLiteSchema, _ db: Database) throws -> [ObjectID: [DatabaseValue]] {
-        var result: [ObjectID: [DatabaseValue]] = [:]
+    func tombstones(of deleted: [(ManagedObjectID, Int64)], schema: SQLiteSchema, _ db: Database) throws -> [ManagedObjectID: [DatabaseValue]] {
+        var result: [ManagedObjectID: [DatabaseValue]] = [:]
         for (id, _) in deleted {
             guard let kept = tombstoneAttributes[id.entity.name], let pk = id.primaryKey,
                   let table = schema.table(for: id.entity) else { continue }
@@ -133,7 +133,7 @@ struct SQLiteHistory: Sendable {
     /// Writes one transaction and its changes for a save; returns its number, or
     /// nil when the save changed nothing.
     @discardableResult
-    func record(_ changes: SaveChanges, tombstones: [ObjectID: [DatabaseValue]], schema: SQLiteSchema, _ db: Database) throws -> Int64? {
+    func record(_ changes: SaveChanges, tombstones: [ManagedObjectID: [DatabaseValue]], schema: SQLiteSchema, _ db: Database) throws -> Int64? {
         let total = changes.inserted.count + changes.updated.count + changes.deleted.count
         guard total > 0 else { return nil }
         let transaction = try reserveKeys(Self.transactionEntity, count: 1, db)
@@ -151,7 +151,7 @@ struct SQLiteHistory: Sendable {
             INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns)) \
             VALUES (?, ?, NULL, ?, ?, ?, ?, ?\(tombstonePlaceholders))
             """)
-        func write(_ type: PersistentHistoryChangeType, _ id: ObjectID, columns: Data?, tombstone: [DatabaseValue]) throws {
+        func write(_ type: PersistentHistoryChangeType, _ id: ManagedObjectID, columns: Data?, tombstone: [DatabaseValue]) throws {
             guard let pk = id.primaryKey, let number = schema.entityNumber(id.entity) else { return }
             var arguments: [DatabaseValue] = [key.databaseValue, Self.changeEntity.databaseValue, type.rawValue.databaseValue,
                                               number.databaseValue, pk.databaseValue, transaction.databaseValue,

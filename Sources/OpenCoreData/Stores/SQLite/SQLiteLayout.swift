@@ -6,7 +6,7 @@ extension SQLiteSchema {
     ///
     /// Entities are numbered from 1: root entities sorted by name, each followed by
     /// its subentities (depth first, sorted by name). Columns, join tables, indexes
-    /// and uniqueness constraints follow Core Data's layout (see ``SQLiteLayout`` for
+    /// and uniqueness constraints follow Core Data's layout (see `SQLiteLayout` for
     /// the rules and which of them were verified on real stores).
     ///
     /// ```swift
@@ -54,7 +54,7 @@ extension SQLiteSchema {
 /// * Many-to-many: join table `Z_<E1#><REL1>`, columns `Z_<E1#><INVERSE>` and
 ///   `Z_<E2#><REL1>`, `Z_FOK_...` for ordered sides, composite primary key and the
 ///   reverse index `<TABLE>_<COL2>_INDEX` (verified). Which side names it: see the
-///   join-table planning below and docs/sqlite-format.md (verified on TestModel,
+///   join-table planning below and OpenCoreData.docc/SQLiteFormat.md (verified on TestModel,
 ///   the Bookmarks stores and three Photos libraries). An existing store's own join
 ///   tables win (``SQLiteSchema/init(reading:model:configurationName:)``).
 /// * Indexes per table: legacy indexed attributes `<TABLE>_<COLUMN>_INDEX`, then
@@ -186,7 +186,7 @@ struct SQLiteLayout {
         }
 
         // Join tables, by the root of the entity that names them. Core Data's rule
-        // (docs/sqlite-format.md, "Many-to-many"), found on the fixture stores:
+        // (OpenCoreData.docc/SQLiteFormat.md, "Many-to-many"), found on the fixture stores:
         // entities are taken those with subentities first, then the others, each
         // group by entity number; inside an entity, relationships by name. A pair
         // met for the first time makes its table, named by the side whose entity

@@ -32,14 +32,14 @@ final class SQLiteRowReader {
     // reference costs an atomic operation on every value decoded.
     private unowned(unsafe) let store: SQLiteStore
     /// The store's ID scopes, for the object IDs of the rows.
-    private let idScopes: ObjectID.Scopes
+    private let idScopes: ManagedObjectID.Scopes
     private let columns: [SQLFetchColumn]
     /// The entity number of every row, when the statement selects it as a
     /// constant (the rows' `Z_ENT` column is then not read).
     private let entityNumber: Int?
     private var plans: [Int: Plan?] = [:]
     /// The ID scope of each entity number (nil: no entity of the model).
-    private var scopes: [Int: ObjectID.Scope?] = [:]
+    private var scopes: [Int: ManagedObjectID.Scope?] = [:]
     /// The plan of the last row's entity number, read field by field from the
     /// reader itself: plain values, so a row takes no reference to its plan, its
     /// slots or its entity (each was an atomic retain and release per row).
@@ -47,7 +47,7 @@ final class SQLiteRowReader {
     @exclusivity(unchecked) private var lastSlots = UnsafeBufferPointer<Slot>(start: nil, count: 0)  // unchecked: one reader per statement, used under its lock
     @exclusivity(unchecked) private var lastEntity: Unmanaged<EntityDescription>?  // unchecked: one reader per statement, used under its lock
     /// The ID scope of the last row's entity (the row's ID holds it).
-    @exclusivity(unchecked) private var lastScope: ObjectID.Scope?  // unchecked: one reader per statement, used under its lock
+    @exclusivity(unchecked) private var lastScope: ManagedObjectID.Scope?  // unchecked: one reader per statement, used under its lock
 
     /// Where the value of one property comes from, for rows of one entity. Plain
     /// data (its plan keeps the descriptions it names alive), so reading a slot
@@ -60,7 +60,7 @@ final class SQLiteRowReader {
         case attribute(column: Int, attribute: Unmanaged<AttributeDescription>)
         /// A to-one relationship: its destination's key, and the column of the
         /// destination's entity number when the destination has subentities.
-        case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<ObjectID.Scope>)  // Unmanaged: the plan keeps the scope alive (`described`); a slot read per row takes no reference
+        case toOne(keyColumn: Int, entityColumn: Int?, declared: Unmanaged<ManagedObjectID.Scope>)  // Unmanaged: the plan keeps the scope alive (`described`); a slot read per row takes no reference
     }
 
     /// The value of a property no column feeds.
@@ -83,11 +83,11 @@ final class SQLiteRowReader {
     private final class Plan {
         let entity: EntityDescription
         /// The ID scope of the entity's rows.
-        let scope: ObjectID.Scope
+        let scope: ManagedObjectID.Scope
         let slots: UnsafeMutableBufferPointer<Slot>
         private let described: [AnyObject]
 
-        init(entity: EntityDescription, scope: ObjectID.Scope, slots: [Slot], described: [AnyObject]) {
+        init(entity: EntityDescription, scope: ManagedObjectID.Scope, slots: [Slot], described: [AnyObject]) {
             self.entity = entity
             self.scope = scope
             self.slots = .allocate(capacity: slots.count)
@@ -116,7 +116,7 @@ final class SQLiteRowReader {
     }
 
     /// The ID scope of the rows of entity `number`.
-    private func scope(forNumber number: Int) -> ObjectID.Scope? {
+    private func scope(forNumber number: Int) -> ManagedObjectID.Scope? {
         if let known = scopes[number] { return known }
         let scope = store.entity(forNumber: number).map(idScopes.scope(for:))
         scopes[number] = scope
@@ -212,7 +212,7 @@ final class SQLiteRowReader {
         // to decode leaves the row's earlier values in the page (destroyed with it).
         let (page, start) = pages.beginRow(width: slots.count)
         for slot in slots { page.append(try value(of: slot, from: columns, entity: entity)) }
-        return RowSnapshot(objectID: ObjectID(scope: scope, primaryKey: pk),
+        return RowSnapshot(objectID: ManagedObjectID(scope: scope, primaryKey: pk),
                            version: version, rowValues: RowValues(page: page, start: start, count: slots.count))
     }
 
@@ -232,9 +232,9 @@ final class SQLiteRowReader {
             guard let key = columns.integer(keyColumn) else { return .toOne(nil) }
             if let entityColumn, let number = columns.integer(entityColumn),
                let destination = scope(forNumber: Int(truncatingIfNeeded: number)) {
-                return .toOne(ObjectID(scope: destination, primaryKey: key))
+                return .toOne(ManagedObjectID(scope: destination, primaryKey: key))
             }
-            return .toOne(ObjectID(scope: declared.takeUnretainedValue(), primaryKey: key))
+            return .toOne(ManagedObjectID(scope: declared.takeUnretainedValue(), primaryKey: key))
         }
     }
 }

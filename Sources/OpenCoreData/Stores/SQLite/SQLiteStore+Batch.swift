@@ -13,7 +13,7 @@ extension SQLiteStore {
     /// (``PersistentStore/executeOverRows(_:)``), still in one transaction; so do
     /// all batch requests on a store with persistent history tracking, so that
     /// their changes are recorded in the history like any save's.
-    public func execute(_ request: StoreBatchRequest) throws -> [ObjectID] {
+    public func execute(_ request: StoreBatchRequest) throws -> [ManagedObjectID] {
         try execute(request, resultType: .objectIDs).objectIDs ?? []
     }
 
@@ -42,7 +42,7 @@ extension SQLiteStore {
 
     /// The result of an SQL batch statement: the IDs read before it ran, or the
     /// number of rows it changed.
-    private static func result(_ resultType: BatchRequestResultType, ids: [ObjectID]?, changes: Int) -> PersistentStoreResult {
+    private static func result(_ resultType: BatchRequestResultType, ids: [ManagedObjectID]?, changes: Int) -> PersistentStoreResult {
         if let ids { return PersistentStoreResult(resultType, ids) }
         return PersistentStoreResult(resultType, count: changes)
     }
@@ -64,22 +64,22 @@ extension SQLiteStore {
         return (sql, condition != nil)
     }
 
-    private func matchingIDs(_ fetch: StoreFetch, _ db: Database) throws -> [ObjectID] {
+    private func matchingIDs(_ fetch: StoreFetch, _ db: Database) throws -> [ManagedObjectID] {
         var unsorted = fetch
         unsorted.sortDescriptors = []
         let statement = try translator.selectStatement(for: unsorted, properties: [])
         try statement.prepare(db)
-        var ids: [ObjectID] = []
+        var ids: [ManagedObjectID] = []
         let prepared = try db.makeStatement(sql: statement.sql)
         // Keys and entity numbers straight from the C API; the entity looked up
         // once per run of rows of the same entity.
-        var last: (number: Int64, scope: ObjectID.Scope?) = (-1, nil)
+        var last: (number: Int64, scope: ManagedObjectID.Scope?) = (-1, nil)
         try prepared.forEachRow(arguments: statement.statementArguments) { sqliteStatement in
             guard sqlite3_column_type(sqliteStatement, 1) != SQLITE_NULL else { return }
             let number = sqlite3_column_int64(sqliteStatement, 1)
             if number != last.number { last = (number, entity(forNumber: Int(number)).map(idScopes.scope(for:))) }
             guard let scope = last.scope else { return }
-            ids.append(ObjectID(scope: scope, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
+            ids.append(ManagedObjectID(scope: scope, primaryKey: sqlite3_column_int64(sqliteStatement, 0)))
         }
         return ids
     }
@@ -226,7 +226,7 @@ extension SQLiteStore {
                 try self.fillBatchKeys(ids.compactMap(\.primaryKey), db)
                 defer { try? db.execute(sql: "DELETE FROM temp.ocd_batch_keys") }
                 // The objects that have a row, each once, in the order given.
-                var deleted: [ObjectID]?
+                var deleted: [ManagedObjectID]?
                 if resultType == .objectIDs {
                     let existing = Set(try Int64.fetchAll(db, sql: "SELECT Z_PK FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (SELECT pk FROM temp.ocd_batch_keys)"))
                     var seen = Set<Int64>()
@@ -266,7 +266,7 @@ extension SQLiteStore {
     /// What a batch delete deletes: the rows of a fetch, or of objects.
     private enum DeleteTarget {
         case fetch(StoreFetch)
-        case objects([ObjectID])
+        case objects([ManagedObjectID])
     }
 
     /// Puts `keys` in the (emptied) temporary table of a batch delete's keys, with

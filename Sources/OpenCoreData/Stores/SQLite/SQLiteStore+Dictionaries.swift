@@ -46,7 +46,7 @@ extension SQLiteStore {
             guard let key = Int64.fromDatabaseValue(value) else { return .toOne(nil) }
             let number = Int.fromDatabaseValue(row[column.index + 1] as DatabaseValue)
             let entity = number.flatMap { self.entity(forNumber: $0) } ?? declared
-            return .toOne(ObjectID(entity: entity, in: idScopes, primaryKey: key))
+            return .toOne(ManagedObjectID(entity: entity, in: idScopes, primaryKey: key))
         case .value:
             return .attribute(SQLiteValueEncoding.attributeValue(value))
         case .constant(let constant):

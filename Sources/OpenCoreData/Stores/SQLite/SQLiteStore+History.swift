@@ -113,7 +113,7 @@ extension SQLiteStore {
             }
             tombstone = values
         }
-        return PersistentHistoryChange(changeID: row[0], changedObjectID: ObjectID(entity: entity, in: idScopes, primaryKey: pk),
+        return PersistentHistoryChange(changeID: row[0], changedObjectID: ManagedObjectID(entity: entity, in: idScopes, primaryKey: pk),
                                        changeType: type, tombstone: tombstone, updatedProperties: updated,
                                        transaction: transaction?.withoutChanges)
     }

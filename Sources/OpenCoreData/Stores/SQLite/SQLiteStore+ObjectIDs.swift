@@ -18,7 +18,7 @@ extension SQLiteStore {
     /// index rather than a scan of the whole table.
     ///
     /// ```swift
-    /// let request = FetchRequest<ObjectID>(entityName: "Person")
+    /// let request = FetchRequest<ManagedObjectID>(entityName: "Person")
     /// request.predicate = try CorePredicate(format: "age < 10")
     /// let ids = try context.fetch(request)   // SELECT t0.Z_PK FROM ZPERSON t0 WHERE ...
     /// ```
@@ -46,7 +46,7 @@ extension SQLiteStore {
             // A scan of the table hands the keys out in order already: checked first.
             if sortsKeys, zip(keys, keys.dropFirst()).contains(where: { $0.key > $1.key }) { keys.sort { $0.key < $1.key } }
             let idScopes = self.idScopes
-            let rows = keys.map { RowSnapshot(objectID: ObjectID(entity: $0.entity, in: idScopes, primaryKey: $0.key),
+            let rows = keys.map { RowSnapshot(objectID: ManagedObjectID(entity: $0.entity, in: idScopes, primaryKey: $0.key),
                                               version: 0, values: []) }
             if SQLDebug.level > 0 {
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9

@@ -98,7 +98,7 @@ extension SQLiteStore {
         remoteChanges?.storeDidSave(self)
     }
 
-    private func table(_ id: ObjectID) throws -> String {
+    private func table(_ id: ManagedObjectID) throws -> String {
         guard let table = schema.table(for: id.entity) else {
             throw CoreDataError(.persistentStoreSave, "The store has no table for entity '\(id.entityName)'", entityName: id.entityName)
         }
@@ -107,7 +107,7 @@ extension SQLiteStore {
 
     private func checkVersions(_ changes: SaveChanges, _ db: Database) throws {
         var conflicts: [CoreDataError] = []
-        func check(_ id: ObjectID, _ expected: Int64) throws {
+        func check(_ id: ManagedObjectID, _ expected: Int64) throws {
             guard let pk = id.primaryKey else { return }
             let found = try Int64.fetchOne(try db.cachedStatement(sql: "SELECT Z_OPT FROM \(try table(id)) WHERE Z_PK = ?"), arguments: [pk])
             if found != expected {
@@ -272,7 +272,7 @@ extension SQLiteStore {
         }
     }
 
-    private func insertPlan(for id: ObjectID, _ db: Database) throws -> InsertPlan {
+    private func insertPlan(for id: ManagedObjectID, _ db: Database) throws -> InsertPlan {
         let entity = id.entity
         guard let number = schema.entityNumber(entity) else {
             throw CoreDataError(.persistentStoreSave, "Can't insert \(id): the store has no entity number for '\(entity.name)'", entityName: entity.name)
@@ -440,7 +440,7 @@ extension SQLiteStore {
         let joinRows: [Statement]
     }
 
-    private func deletePlan(for id: ObjectID, _ db: Database) throws -> DeletePlan {
+    private func deletePlan(for id: ManagedObjectID, _ db: Database) throws -> DeletePlan {
         let table = try table(id)
         let checked = try db.cachedStatement(sql: "DELETE FROM \(table) WHERE Z_PK = ? AND Z_OPT = ?")
         checked.setUncheckedArguments([0, 0])
@@ -457,13 +457,13 @@ extension SQLiteStore {
         return DeletePlan(checked: checked, unchecked: unchecked, joinRows: joinRows)
     }
 
-    private func versionConflict(_ id: ObjectID) -> CoreDataError {
+    private func versionConflict(_ id: ManagedObjectID) -> CoreDataError {
         CoreDataError(.managedObjectMerge, "Optimistic locking failure: \(id) changed in the store since it was read",
                       entityName: id.entityName, objectDescription: id.description)
     }
 
     /// Deletes a row; `version` > 0 is the version it must still have.
-    private func delete(_ id: ObjectID, version: Int64, _ plan: DeletePlan, _ db: Database) throws {
+    private func delete(_ id: ManagedObjectID, version: Int64, _ plan: DeletePlan, _ db: Database) throws {
         guard let pk = id.primaryKey else { return }
         let statement = version > 0 ? plan.checked : plan.unchecked
         let handle = statement.sqliteStatement

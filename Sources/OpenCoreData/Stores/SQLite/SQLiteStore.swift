@@ -23,8 +23,8 @@ import Synchronization
 /// transformer) reads as its stored bytes (`.data`) and is written back unchanged.
 public final class SQLiteStore: PersistentStore {
     public let identifier: String
-    /// The scopes of the store's object IDs, with its identifier interned (see `ObjectID`).
-    let idScopes: ObjectID.Scopes
+    /// The scopes of the store's object IDs, with its identifier interned (see `ManagedObjectID`).
+    let idScopes: ManagedObjectID.Scopes
     public var type: PersistentStoreType { .sqlite }
     public let url: URL?
     public let configurationName: String?
@@ -178,6 +178,22 @@ public final class SQLiteStore: PersistentStore {
     }
 
     /// Opens the store at `url`, creating it when there is no file.
+    ///
+    /// - Parameters:
+    ///   - url: The store's file.
+    ///   - model: The model; the store's version hashes must match it.
+    ///   - configurationName: The model configuration whose entities the store
+    ///     holds; nil for all.
+    ///   - options: Core Data's store options (``Option``), SQLite pragmas as
+    ///     `pragma.<name>` keys.
+    ///   - transformers: The value transformers of transformable attributes.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/persistentStoreOpen``
+    ///   (134080) for a read-only store with no file or an invalid pragma;
+    ///   ``CoreDataError/Code/persistentStoreIncompatibleVersionHash`` (134100)
+    ///   when the store was made with another model;
+    ///   ``CoreDataError/Code/persistentStoreIncompatibleSchema`` (134020) when
+    ///   its tables do not match the model; a file error (256-260) or
+    ///   ``CoreDataError/Code/sqlite`` (134180) when the file cannot be read.
     public init(url: URL, model: ManagedObjectModel, configurationName: String? = nil, options: [String: String] = [:],
                 transformers: ValueTransformerRegistry = .shared) throws {
         self.url = url
@@ -229,7 +245,7 @@ public final class SQLiteStore: PersistentStore {
                 throw CoreDataError(.persistentStoreOpen, "The store at \(url.path) has no store UUID in Z_METADATA", url: url)
             }
             self.identifier = uuid
-            self.idScopes = ObjectID.Scopes(storeName: .named(uuid))
+            self.idScopes = ManagedObjectID.Scopes(storeName: .named(uuid))
             self.schema = schema
             self.metadata = metadata.mapValues { AttributeValue(anyValue: $0) }
             // As Core Data: a store with history opened without tracking is read-only,
@@ -296,7 +312,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    func row(for objectID: ObjectID, in snapshot: SQLiteStoreSnapshot?) throws -> RowSnapshot? {
+    func row(for objectID: ManagedObjectID, in snapshot: SQLiteStoreSnapshot?) throws -> RowSnapshot? {
         guard let pk = objectID.primaryKey, let query = try rowQuery(for: objectID.entity) else { return nil }
         return try read("reading \(objectID)", in: snapshot, singleStatement: true) { db in
             try query.rows(db, keys: [pk]).first
@@ -305,7 +321,7 @@ public final class SQLiteStore: PersistentStore {
 
     /// The rows of several objects of `entity` (or its subentities) by primary key,
     /// with one cached statement per entity and number of keys.
-    func rows(for objectIDs: [ObjectID], of entity: EntityDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
+    func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [RowSnapshot] {
         let keys = objectIDs.compactMap(\.primaryKey)
         guard !keys.isEmpty, let query = try rowQuery(for: entity, keys: keys.count) else { return [] }
         return try read("reading \(keys.count) \(entity.name) rows", in: snapshot, singleStatement: true) { db in
@@ -341,7 +357,7 @@ public final class SQLiteStore: PersistentStore {
         return query
     }
 
-    func relatedObjectIDs(of objectID: ObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [ObjectID] {
+    func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [ManagedObjectID] {
         guard let pk = objectID.primaryKey, let destination = relationship.destinationEntity,
               let storage = schema.storage(for: relationship, in: objectID.entity) else { return [] }
         let sql: String
@@ -357,11 +373,11 @@ public final class SQLiteStore: PersistentStore {
             return []
         }
         return try read("reading \(objectID).\(relationship.name)", in: snapshot) { db in
-            try Row.fetchAll(db, sql: sql, arguments: [pk]).compactMap { row -> ObjectID? in
+            try Row.fetchAll(db, sql: sql, arguments: [pk]).compactMap { row -> ManagedObjectID? in
                 let key: Int64 = row[0]
                 let number: Int? = row[1]
                 let entity = number.flatMap { self.entity(forNumber: $0) } ?? destination
-                return ObjectID(entity: entity, in: self.idScopes, primaryKey: key)
+                return ManagedObjectID(entity: entity, in: self.idScopes, primaryKey: key)
             }
         }
     }
@@ -375,7 +391,7 @@ public final class SQLiteStore: PersistentStore {
     /// a few fixed sizes (repeating its last key), so that a handful of cached
     /// statements serve any number of sources. Each row comes with its source's key,
     /// which puts it with its source.
-    func relatedRows(of objectIDs: [ObjectID], relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [[RowSnapshot]] {
+    func relatedRows(of objectIDs: [ManagedObjectID], relationship: RelationshipDescription, in snapshot: SQLiteStoreSnapshot?) throws -> [[RowSnapshot]] {
         if objectIDs.count == 1 {
             // Firing one fault: no grouping.
             guard let pk = objectIDs[0].primaryKey, let query = try relatedRowsQuery(relationship, in: objectIDs[0].entity, keys: 1) else { return [[]] }
@@ -503,7 +519,7 @@ public final class SQLiteStore: PersistentStore {
         return query
     }
 
-    public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ObjectID] {
+    public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ManagedObjectID] {
         guard count > 0 else { return [] }
         if isReadOnly { throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url) }
         guard let rootNumber = schema.entityNumber(entity.rootEntity) else {
@@ -537,7 +553,29 @@ public final class SQLiteStore: PersistentStore {
             }
         }
         let scope = idScopes.scope(for: entity)
-        return (0..<count).map { ObjectID(scope: scope, primaryKey: first + Int64($0)) }
+        return (0..<count).map { ManagedObjectID(scope: scope, primaryKey: first + Int64($0)) }
+    }
+
+    public func reserveObjectIDs(_ objectIDs: [ManagedObjectID]) throws {
+        if isReadOnly { throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url) }
+        var highest: [Int: Int64] = [:]
+        for id in objectIDs {
+            guard case .permanent(let key) = id.key, let root = schema.entityNumber(id.entity.rootEntity) else {
+                throw CoreDataError(.persistentStoreSave, "\(id) is not a permanent ID of this store", entityName: id.entity.name)
+            }
+            highest[root] = max(highest[root] ?? 0, key)
+        }
+        guard !highest.isEmpty else { return }
+        try write("reserving chosen primary keys") { db in
+            for (root, key) in highest {
+                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = MAX(Z_MAX, ?) WHERE Z_ENT = ?", arguments: [key, root])
+            }
+        }
+        // A range reserved before may hold the chosen keys: new keys come from a
+        // new reservation, above them.
+        reservedPrimaryKeys.withLock { reserved in
+            for (root, key) in highest where (reserved[root]?.lowerBound ?? .max) <= key { reserved[root] = nil }
+        }
     }
 
     // MARK: Rows
@@ -691,8 +729,16 @@ extension SQLiteStore {
     /// try coordinator.addPersistentStore(type: .sqlite, at: storeURL, options: [SQLiteStore.Option.readOnly: "1"])
     /// ```
     ///
-    /// Throws when the store has no model cache (stores written by old framework
-    /// versions) or it cannot be decoded. The store is not changed.
+    /// The store is not changed.
+    ///
+    /// - Parameter url: The store's file.
+    /// - Returns: A new, editable model.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/fileReadNoSuchFile``
+    ///   (260) when there is no file;
+    ///   ``CoreDataError/Code/migrationMissingSourceModel`` (134130) when the
+    ///   store has no model cache (stores written by old framework versions);
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) when it cannot be
+    ///   decoded or the file is not a SQLite database.
     public static func storedModel(at url: URL) throws -> ManagedObjectModel {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)

@@ -45,9 +45,11 @@ public enum SQLiteStoreMetadata {
     /// The metadata of the store at `url`, `NSStoreUUID` included. The store is
     /// opened read-only and never changed (WAL stores are read with their `-wal`).
     ///
-    /// Throws ``CoreDataError/Code/fileReadNoSuchFile`` when there is no file,
-    /// ``CoreDataError/Code/fileReadCorruptFile`` when it is not a SQLite database
-    /// or has no readable `Z_METADATA`.
+    /// - Parameter url: The store's file.
+    /// - Returns: The metadata, by Core Data's keys.
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/fileReadNoSuchFile``
+    ///   (260) when there is no file; ``CoreDataError/Code/fileReadCorruptFile``
+    ///   (259) when it is not a SQLite database or has no readable `Z_METADATA`.
     public static func read(at url: URL) throws -> [String: Any] {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw CoreDataError(.fileReadNoSuchFile, "No store file at \(url.path)", url: url)
@@ -166,6 +168,14 @@ public enum SQLiteStoreMetadata {
     /// ```swift
     /// try SQLiteStoreMetadata.checkCompatibility(of: SQLiteStoreMetadata.read(at: url), with: model)
     /// ```
+    ///
+    /// - Parameters:
+    ///   - metadata: The store's metadata, as ``read(at:)`` returns it.
+    ///   - model: The model to open the store with.
+    ///   - configurationName: The model configuration; nil for the default one.
+    /// - Throws: ``CoreDataError`` with code
+    ///   ``CoreDataError/Code/persistentStoreIncompatibleVersionHash`` (134100);
+    ///   when several entities differ, one underlying error each.
     public static func checkCompatibility(of metadata: [String: Any], with model: ManagedObjectModel,
                                           configurationName: String? = nil) throws {
         let problems = model.incompatibilities(withName: configurationName, storeMetadata: metadata)

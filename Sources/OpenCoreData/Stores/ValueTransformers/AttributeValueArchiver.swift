@@ -10,7 +10,7 @@ import OpenCoreDataPredicates
 /// dictionaries of them archive as the matching Foundation classes (`NSString`,
 /// `NSNumber`, `NSData`, `NSDate`, `NSDecimalNumber`, `NSUUID`, `NSURL`,
 /// `NSArray`, `NSDictionary`), so an Apple device unarchives them as it would its
-/// own, and archives written by Apple decode into the same ``AttributeValue``
+/// own, and archives written by Apple decode into the same `AttributeValue`
 /// trees. Custom classes (`UIColor`, your own `NSSecureCoding` types) cannot be
 /// decoded on Linux: their archives fail with an error naming the class; register
 /// a custom transformer for such attributes (``ValueTransformerRegistry``).

@@ -2,7 +2,7 @@ import Foundation
 import OpenCoreDataPredicates
 
 /// Reads an `NSKeyedArchiver` archive of plist-like Foundation objects into an
-/// ``AttributeValue`` tree: what Apple's `NSSecureUnarchiveFromDataTransformer`
+/// `AttributeValue` tree: what Apple's `NSSecureUnarchiveFromDataTransformer`
 /// (and the legacy `NSKeyedUnarchiveFromDataTransformer`) stored for a
 /// transformable attribute.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import OpenCoreDataPredicates
 
-/// Writes an ``AttributeValue`` tree as an `NSKeyedArchiver` archive, the bytes
+/// Writes an `AttributeValue` tree as an `NSKeyedArchiver` archive, the bytes
 /// Apple's `NSSecureUnarchiveFromDataTransformer` stores for a transformable
 /// attribute; ``KeyedArchiveValueReader`` reads them back.
 ///

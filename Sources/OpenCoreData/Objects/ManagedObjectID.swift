@@ -21,7 +21,7 @@ private let temporaryIDCounter = Atomic<UInt64>(0)
 /// let same = coordinator.managedObjectID(forURIRepresentation: uri)
 /// let moodOnAnotherContext = try backgroundContext.existingObject(with: id)
 /// ```
-public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
+public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The entity of the object. The ID keeps it alive: an ID is `Sendable` and may
     /// outlive the model, the contexts and the coordinator it came from.
     public var entity: EntityDescription {
@@ -206,7 +206,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         let text: String
         switch key {
         case .permanent(let pk): text = "x-coredata://\(storeName.identifier)/\(name)/p\(pk)"
-        case .temporary(let number): text = "x-coredata:///\(name)/t\(ObjectID.temporaryUUID(number).uuidString)"
+        case .temporary(let number): text = "x-coredata:///\(name)/t\(ManagedObjectID.temporaryUUID(number).uuidString)"
         }
         return URL(string: text) ?? URL(fileURLWithPath: "/invalid-object-id")
     }
@@ -218,7 +218,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     // and hashing uses the key and the entity name's hash computed once per model,
     // never the name's characters.
 
-    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+    public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
         lhs.key == rhs.key
             && (lhs.scope === rhs.scope
                 || lhs.storeName === rhs.storeName && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name))
@@ -274,7 +274,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The SplitMix64 finalizer of `x` mixed with a table's `seed`: the hash the hot
-/// keys (``ObjectID``, managed objects) give sets and dictionaries
+/// keys (``ManagedObjectID``, managed objects) give sets and dictionaries
 /// through `_rawHashValue(seed:)`, instead of SipHash. Every bit of `x` reaches
 /// the low bits a table uses for its buckets.
 func splitMix64Hash(_ x: UInt64, seed: Int) -> Int {
@@ -283,3 +283,7 @@ func splitMix64Hash(_ x: UInt64, seed: Int) -> Int {
     x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
     return Int(truncatingIfNeeded: x ^ (x >> 31))
 }
+
+/// The name this type had before it took Core Data's (`NSManagedObjectID`).
+@available(*, deprecated, renamed: "ManagedObjectID")
+public typealias ObjectID = ManagedObjectID
