@@ -79,7 +79,7 @@ extension ManagedObjectContext {
     ///
     /// ```swift
     /// request.fetchBatchSize = 50
-    /// for mood in try context.fetchInBatches(request) { ... }   // 50 at a time
+    /// let ratings = try context.fetchInBatches(request).map(\.rating)   // 50 at a time
     /// ```
     ///
     /// Throws when `Result` is not the class of the entity's objects, as
