@@ -20,54 +20,71 @@ enum DumpJSON: Equatable {
 
     /// The value as one line of JSON (no newline in it), keys sorted.
     var text: String {
-        var out = ""
+        var out: [UInt8] = []
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    func write(to out: inout String) {
+    /// Appends the value's JSON, as UTF-8, to `out`.
+    func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
         case .double(let d):
             // Non-finite numbers have no JSON form: callers write them as strings.
-            out += d.isFinite ? d.description : "null"
+            out.append(contentsOf: (d.isFinite ? d.description : "null").utf8)
         case .string(let s): DumpJSON.writeString(s, to: &out)
         case .array(let values):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, value) in values.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 value.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 DumpJSON.writeString(key, to: &out)
-                out += ":"
-                members[key]!.write(to: &out)
+                out.append(UInt8(ascii: ":"))
+                members[key]?.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-                out += "\\u" + String(format: "%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
+    /// A JSON string: runs of bytes that need no escape are copied as they are.
+    /// Escaped: the quote, the backslash, control characters, and U+2028/U+2029
+    /// (line separators to some JSON Lines readers).
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { bytes in
+            var runStart = 0, index = 0
+            func escape(_ text: String, skipping count: Int) {
+                out.append(contentsOf: bytes[runStart..<index])
+                out.append(contentsOf: text.utf8)
+                index += count
+                runStart = index
             }
+            while index < bytes.count {
+                let byte = bytes[index]
+                switch byte {
+                case UInt8(ascii: "\""): escape("\\\"", skipping: 1)
+                case UInt8(ascii: "\\"): escape("\\\\", skipping: 1)
+                case UInt8(ascii: "\n"): escape("\\n", skipping: 1)
+                case UInt8(ascii: "\r"): escape("\\r", skipping: 1)
+                case UInt8(ascii: "\t"): escape("\\t", skipping: 1)
+                case 0..<0x20: escape("\\u" + String(format: "%04x", Int(byte)), skipping: 1)
+                case 0xE2 where index + 2 < bytes.count && bytes[index + 1] == 0x80 && (bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9):
+                    escape(bytes[index + 2] == 0xA8 ? "\\u2028" : "\\u2029", skipping: 3)
+                default: index += 1
+                }
+            }
+            out.append(contentsOf: bytes[runStart..<bytes.count])
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     // MARK: Reading

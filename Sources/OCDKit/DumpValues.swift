@@ -84,9 +84,11 @@ enum DumpValues {
         return (fractional, ISO8601DateFormatter())
     }())
 
-    /// ISO 8601 in UTC with milliseconds when that says the date exactly (its
-    /// seconds since 2001 are a whole number of milliseconds: `k / 1000`), else
-    /// the exact number of seconds since 2001-01-01.
+    /// ISO 8601 in UTC with milliseconds (`2024-05-01T12:00:00.250Z`) when that
+    /// says the date exactly (its seconds since 2001 are a whole number of
+    /// milliseconds, `k / 1000`) and its year is 1900 to 9999; else the exact number
+    /// of seconds since 2001-01-01. Written and read here with the C library's UTC
+    /// calendar (proleptic Gregorian), both ways alike.
     static func date(_ date: Date) -> DumpJSON {
         let seconds = date.timeIntervalSinceReferenceDate
         let scaled = (seconds * 1000).rounded()
@@ -94,19 +96,44 @@ enum DumpValues {
         let milliseconds = Int64(scaled)
         let whole = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
         let fraction = milliseconds - whole * 1000
-        let text = formatters.withLock { $0.plain.string(from: Date(timeIntervalSinceReferenceDate: Double(whole))) }
-        guard text.hasSuffix("Z") else { return .double(seconds) }
-        return .string(String(text.dropLast()) + "." + String(1000 + fraction).dropFirst() + "Z")
+        var unix = time_t(whole + 978_307_200)
+        var parts = tm()
+        guard gmtime_r(&unix, &parts) != nil, parts.tm_year >= 0, parts.tm_year <= 8099 else { return .double(seconds) }
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let millis = String(1000 + fraction).dropFirst()
+        return .string("\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millis)Z")
     }
 
-    /// A date written by ``date(_:)`` (its milliseconds read back exactly), or any
-    /// ISO 8601 date.
+    /// A date as ``date(_:)`` writes it (read back exactly), or any other ISO 8601
+    /// date Foundation reads.
     static func parseISO(_ text: String) -> Date? {
-        let parts = text.split(separator: ".")
-        if parts.count == 2, parts[1].count == 4, parts[1].hasSuffix("Z"), let fraction = Int64(parts[1].dropLast()),
-           let whole = formatters.withLock({ $0.plain.date(from: String(parts[0]) + "Z") }) {
-            let seconds = Int64(whole.timeIntervalSinceReferenceDate.rounded())
-            return Date(timeIntervalSinceReferenceDate: Double(seconds * 1000 + fraction) / 1000)
+        let utf8 = Array(text.utf8)
+        if utf8.count == 24, utf8[4] == UInt8(ascii: "-"), utf8[7] == UInt8(ascii: "-"), utf8[10] == UInt8(ascii: "T"),
+           utf8[13] == UInt8(ascii: ":"), utf8[16] == UInt8(ascii: ":"), utf8[19] == UInt8(ascii: "."), utf8[23] == UInt8(ascii: "Z") {
+            func number(_ range: Range<Int>) -> Int32? {
+                var value: Int32 = 0
+                for index in range {
+                    let digit = utf8[index] &- UInt8(ascii: "0")
+                    guard digit < 10 else { return nil }
+                    value = value * 10 + Int32(digit)
+                }
+                return value
+            }
+            if let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+               let minute = number(14..<16), let second = number(17..<19), let millis = number(20..<23),
+               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 {
+                var parts = tm()
+                parts.tm_year = year - 1900
+                parts.tm_mon = month - 1
+                parts.tm_mday = day
+                parts.tm_hour = hour
+                parts.tm_min = minute
+                parts.tm_sec = second
+                let unix = timegm(&parts)
+                let whole = Int64(unix) - 978_307_200
+                return Date(timeIntervalSinceReferenceDate: Double(whole * 1000 + Int64(millis)) / 1000)
+            }
         }
         return formatters.withLock { $0.fractional.date(from: text) ?? $0.plain.date(from: text) }
     }

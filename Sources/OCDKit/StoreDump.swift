@@ -113,6 +113,14 @@ final class DumpOutput {
         if buffer.count >= 1 << 20 { try flush() }
     }
 
+    /// One JSON value, one line.
+    func write(json: DumpJSON) throws {
+        guard handle != nil else { emit(json.text); return }
+        json.write(to: &buffer)
+        buffer.append(0x0A)
+        if buffer.count >= 1 << 20 { try flush() }
+    }
+
     func flush() throws {
         guard let handle, !buffer.isEmpty else { return }
         try handle.write(contentsOf: buffer)

@@ -114,7 +114,7 @@ struct StoreDumper {
         var jsonl: DumpOutput?
         if format == .jsonl {
             jsonl = try DumpOutput(path: output)
-            try jsonl?.write(line: header.json.text)
+            try jsonl?.write(json: header.json)
         } else if let output {
             try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
             let headerFile = try DumpOutput(path: (output as NSString).appendingPathComponent("store.json"))
@@ -150,7 +150,7 @@ struct StoreDumper {
                     if let csv {
                         try csv.write(line: CSV.row([record.uri] + properties.map { Self.cell(record.values[$0.name] ?? .null, for: $0) }))
                     } else {
-                        try jsonl?.write(line: record.json.text)
+                        try jsonl?.write(json: record.json)
                     }
                 }
                 progress.advance(objects.count)
@@ -174,6 +174,16 @@ struct StoreDumper {
         return DumpValues.cell(json)
     }
 
+    /// An object ID's URI, as `uriRepresentation()` writes it, without making a `URL`
+    /// (the dump writes millions).
+    static func uri(_ id: ManagedObjectID) -> String {
+        guard let key = id.primaryKey, let store = id.storeIdentifier,
+              id.entity.name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x5F }),
+              store.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D })
+        else { return id.uriRepresentation().absoluteString }
+        return "x-coredata://\(store)/\(id.entity.name)/p\(key)"
+    }
+
     static func record(_ object: ManagedObject, properties: [PropertyDescription]) -> DumpRecord {
         var values: [String: DumpJSON] = [:]
         for property in properties {
@@ -184,10 +194,10 @@ struct StoreDumper {
                     if !relationship.isOrdered {
                         ids.sort { ($0.entity.name, $0.primaryKey ?? 0) < ($1.entity.name, $1.primaryKey ?? 0) }
                     }
-                    values[property.name] = .array(ids.map { .string($0.uriRepresentation().absoluteString) })
+                    values[property.name] = .array(ids.map { .string(uri($0)) })
                 } else {
                     let id = object.primitiveValue(forKey: property.name) as? ManagedObjectID
-                    values[property.name] = id.map { .string($0.uriRepresentation().absoluteString) } ?? .null
+                    values[property.name] = id.map { .string(uri($0)) } ?? .null
                 }
             case let attribute as AttributeDescription:
                 values[property.name] = DumpValues.json(object.attributeValue(forKey: property.name), type: attribute.attributeType)
@@ -195,7 +205,7 @@ struct StoreDumper {
                 continue
             }
         }
-        return DumpRecord(entity: object.entity.name, uri: object.objectID.uriRepresentation().absoluteString, values: values)
+        return DumpRecord(entity: object.entity.name, uri: uri(object.objectID), values: values)
     }
 }
 
@@ -465,8 +475,15 @@ struct StoreLoader {
                         throw DumpValues.Invalid(description: "\(entity.name).\(key): \(json.text) is not an object URI")
                     }
                     if targets.isEmpty { continue }
-                    for target in targets where !loaded.contains(target) {
-                        throw DumpValues.Invalid(description: "\(entity.name).\(key): no object \(target.uriRepresentation().absoluteString) in the dump")
+                    for target in targets {
+                        guard loaded.contains(target) else {
+                            throw DumpValues.Invalid(description: "\(entity.name).\(key): no object \(target.uriRepresentation().absoluteString) in the dump")
+                        }
+                        // Saves do not validate here: a destination of another
+                        // entity would be written as a key into the wrong table.
+                        guard let destination = relationship.destinationEntity, target.entity.isKindOf(entity: destination) else {
+                            throw DumpValues.Invalid(description: "\(entity.name).\(key): \(target.uriRepresentation().absoluteString) is not a \(relationship.destinationEntity?.name ?? "?")")
+                        }
                     }
                     if !relationship.isToMany, targets.count > 1 {
                         throw DumpValues.Invalid(description: "\(entity.name).\(key) is to-one: one URI, not \(targets.count)")

@@ -224,6 +224,13 @@ struct StoreDumpTests {
         edited = lines
         edited.removeAll { $0.contains("/Tag/p1\",\"values\"") }
         try expectFailure(edited, mentions: ["/Tag/p1", "no object"])
+        // A relationship to an object of another entity (saves do not validate).
+        edited = lines
+        let tagURI = try #require(lines.first { $0.contains("\"entity\":\"Tag\"") }?.split(separator: "\"").dropFirst(7).first)
+        #expect(tagURI.hasSuffix("/Tag/p1"))
+        let ownerLine = try #require(lines.firstIndex { $0.contains("\"entity\":\"Owner\"") && $0.contains("\"best\":\"x-coredata") })
+        edited[ownerLine] = lines[ownerLine].replacingOccurrences(of: #""best":"x-coredata://[^"]*""#, with: "\"best\":\"\(tagURI)\"", options: .regularExpression)
+        try expectFailure(edited, mentions: ["line \(ownerLine + 1):", "Owner.best", "is not a Owner"])
         // A dump whose header is not one.
         lines[0] = "{}"
         try expectFailure(lines, mentions: ["line 1", "not a store dump"])
@@ -252,6 +259,12 @@ struct StoreDumpTests {
             #expect(throws: DumpJSON.SyntaxError.self, "\(bad.prefix(20))") { try DumpJSON.parse(bad) }
         }
         #expect(CSV.fields("a,,\"\",\"x,\"\"y\"\"\"") == ["a", nil, "", "x,\"y\""])
+        // URIs written without URL, as uriRepresentation() writes them.
+        let entity = EntityDescription(name: "Mood_2")
+        let id = ManagedObjectID(entity: entity, storeIdentifier: "374C5961-3E41-43E5-915C-383EA914074C", primaryKey: 42)
+        #expect(StoreDumper.uri(id) == id.uriRepresentation().absoluteString)
+        let odd = ManagedObjectID(entity: EntityDescription(name: "Mööd"), storeIdentifier: "S", primaryKey: 1)
+        #expect(StoreDumper.uri(odd) == odd.uriRepresentation().absoluteString)
         #expect(CSV.fields("\"open") == nil)
     }
 }

@@ -159,6 +159,9 @@ extension ManagedObjectContext {
     /// destinations are registered with their values and kept alive by the
     /// objects; to-many relationships with a to-one inverse are filled in.
     func prefetch(_ keyPaths: [String], for objects: [ManagedObject]) throws {
+        // Prefetched objects are kept by their sources: the registry breaks those
+        // references when it lets go of everything (see `releasePrefetched()`).
+        registry.mayHoldPrefetched = true
         var order: [String] = []
         var rest: [String: [String]] = [:]
         for path in keyPaths {

@@ -567,9 +567,27 @@ extension ManagedObjectContext {
             sweepIfNeeded()
         }
 
+        /// Whether an object may keep objects prefetched with it (set by
+        /// `prefetch(_:for:)`).
+        var mayHoldPrefetched = false
+
+        /// Makes every registered object let go of the objects prefetching keeps
+        /// with it. Objects that prefetched each other (both sides of a
+        /// many-to-many, a reflexive relationship) hold each other strongly, so none
+        /// is ever the registry's alone: without this they would outlive the
+        /// registry, and each other, forever.
+        func releasePrefetched() {
+            guard mayHoldPrefetched else { return }
+            mayHoldPrefetched = false
+            forEachRegistered { $0.releasePrefetched() }
+        }
+
+        deinit { releasePrefetched() }
+
         /// Unregisters every object: a new generation of slots starts (the old
         /// pages go, and the objects nobody else holds with them).
         func removeAll() {
+            releasePrefetched()
             generation += 1
             roots = []
             registeredByRoot = [Int](repeating: 0, count: 16)

@@ -183,15 +183,20 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         return copy
     }
 
-    /// A model containing every entity of `models` (`mergedModel(from:)`), or an
-    /// error when two models define the same entity name.
+    /// A model containing every entity of `models` (Core Data's
+    /// `mergedModel(from:)`), or an error when two models define the same entity
+    /// name.
+    ///
+    /// ```swift
+    /// let model = try ManagedObjectModel.mergedModel(from: [catalog, orders])
+    /// ```
     ///
     /// - Parameter models: The models to merge; they are copied, not changed.
     /// - Returns: A new, editable model with the entities, configurations,
     ///   templates and version identifiers of every model.
     /// - Throws: ``CoreDataError`` with code ``CoreDataError/Code/coreData``
     ///   (134060) when two models have an entity of the same name.
-    public static func merged(from models: [ManagedObjectModel]) throws -> ManagedObjectModel {
+    public static func mergedModel(from models: [ManagedObjectModel]) throws -> ManagedObjectModel {
         let merged = ManagedObjectModel()
         var entities: [EntityDescription] = []
         var seen: Set<String> = []
@@ -215,6 +220,12 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         }
         merged.entities = entities
         return merged
+    }
+
+    /// The name ``mergedModel(from:)`` had before it took Core Data's.
+    @available(*, deprecated, renamed: "mergedModel(from:)")
+    public static func merged(from models: [ManagedObjectModel]) throws -> ManagedObjectModel {
+        try mergedModel(from: models)
     }
 
     // MARK: Version hashes

@@ -258,6 +258,14 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         _modify { yield &madeExtras.prefetchedMembers }
     }
 
+    /// Lets go of the objects prefetching keeps with this one (see
+    /// `ObjectRegistry.releasePrefetched()`); they are fetched again if needed.
+    func releasePrefetched() {
+        guard let extras else { return }
+        extras.prefetchedObjects = []
+        extras.prefetchedMembers = []
+    }
+
     /// Creates an object of `entity` and inserts it into `context` (Core Data's
     /// designated initializer). With a nil context the object is not inserted.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {

@@ -202,7 +202,11 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The ID as a URI: `x-coredata://<store UUID>/<Entity>/p<primary key>` when
     /// permanent, `x-coredata:///<Entity>/t<UUID>` while temporary: Core Data's forms.
     public func uriRepresentation() -> URL {
-        let name = entity.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entity.name
+        // Entity names are identifiers: percent-encoding (slow) only for others.
+        let plain = entity.name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x5F
+        }
+        let name = plain ? entity.name : entity.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entity.name
         let text: String
         switch key {
         case .permanent(let pk): text = "x-coredata://\(storeName.identifier)/\(name)/p\(pk)"
@@ -257,7 +261,7 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
         let rest = text.dropFirst("x-coredata://".count)
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 3, let last = parts.last, let first = last.first else { return nil }
-        let entity = String(parts[1]).removingPercentEncoding ?? String(parts[1])
+        let entity = parts[1].contains("%") ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : String(parts[1])
         let body = last.dropFirst()
         switch first {
         case "p":

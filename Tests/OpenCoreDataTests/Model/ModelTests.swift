@@ -186,10 +186,10 @@ struct ModelTests {
     func merging() throws {
         let a = try ManagedObjectModel { Entity("A") { Attribute("x", .string) } }
         let b = try ManagedObjectModel { Entity("B") { Attribute("y", .date) } }
-        let merged = try ManagedObjectModel.merged(from: [a, b])
+        let merged = try ManagedObjectModel.mergedModel(from: [a, b])
         #expect(merged.entities.map(\.name) == ["A", "B"])
         #expect(merged.entityVersionHashesByName["A"] == a.entityVersionHashesByName["A"])
-        #expect(throws: CoreDataError.self) { try ManagedObjectModel.merged(from: [a, a]) }
+        #expect(throws: CoreDataError.self) { try ManagedObjectModel.mergedModel(from: [a, a]) }
     }
 
     @Test("Validation lists every problem with entity and property")
