@@ -611,9 +611,8 @@ struct DocCArticleTests {
         // (the test's own reader of the same sequence)
         let stream = notes.snapshots
 
-        // Snapshots (the task runs as long as the controller lives: to the end
-        // of the test process, since the task holds it)
-        Task {
+        // Snapshots
+        let watching = Task {
             for await snapshot in notes.snapshots {
                 print(snapshot.numberOfSections, snapshot.numberOfItems)
             }
@@ -627,6 +626,9 @@ struct DocCArticleTests {
         #expect(first?.numberOfSections == 2)
         #expect(first?.numberOfItems == 3)
         #expect(first?.sectionIdentifiers == ["Monday", "Tuesday"])
+        // ... and when the list goes away:
+        watching.cancel()
+        await watching.value   // the loop ends: the task lets go of the controller
     }
 
     // MARK: HistoryAndGenerations.md
