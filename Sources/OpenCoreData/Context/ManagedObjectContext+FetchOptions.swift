@@ -159,9 +159,6 @@ extension ManagedObjectContext {
     /// destinations are registered with their values and kept alive by the
     /// objects; to-many relationships with a to-one inverse are filled in.
     func prefetch(_ keyPaths: [String], for objects: [ManagedObject]) throws {
-        // Prefetched objects are kept by their sources: the registry breaks those
-        // references when it lets go of everything (see `releasePrefetched()`).
-        registry.mayHoldPrefetched = true
         var order: [String] = []
         var rest: [String: [String]] = [:]
         for path in keyPaths {
@@ -192,6 +189,10 @@ extension ManagedObjectContext {
             }
             return []
         }
+        // Prefetched objects are kept by their sources: the registry breaks those
+        // references when it lets go of everything, if they can form a cycle
+        // (see `releasePrefetched()`).
+        registry.notePrefetch(from: first.entity, to: destination)
         var fetch = StoreFetch(entity: destination)
         let relevant = sources.filter { $0.entity.relationshipsByName[name] === relationship && !$0.objectID.isTemporaryID }
         // The sources get their values (from the row cache, filled by the fetch).

@@ -567,9 +567,23 @@ extension ManagedObjectContext {
             sweepIfNeeded()
         }
 
-        /// Whether an object may keep objects prefetched with it (set by
-        /// `prefetch(_:for:)`).
-        var mayHoldPrefetched = false
+        /// Whether objects may keep each other through prefetching: some root
+        /// entity has had objects both as prefetching sources and as prefetched
+        /// destinations (a cycle needs an object in both roles).
+        private var mayHoldPrefetched = false
+        private var prefetchSources: Set<String> = []
+        private var prefetchDestinations: Set<String> = []
+
+        /// Records that objects of `source` prefetched objects of `destination`.
+        func notePrefetch(from source: EntityDescription, to destination: EntityDescription) {
+            guard !mayHoldPrefetched else { return }
+            let from = source.rootEntity.name, to = destination.rootEntity.name
+            let newSource = prefetchSources.insert(from).inserted
+            let newDestination = prefetchDestinations.insert(to).inserted
+            if newSource || newDestination {
+                mayHoldPrefetched = !prefetchSources.isDisjoint(with: prefetchDestinations)
+            }
+        }
 
         /// Makes every registered object let go of the objects prefetching keeps
         /// with it. Objects that prefetched each other (both sides of a
@@ -577,9 +591,15 @@ extension ManagedObjectContext {
         /// is ever the registry's alone: without this they would outlive the
         /// registry, and each other, forever.
         func releasePrefetched() {
+            prefetchSources = []
+            prefetchDestinations = []
             guard mayHoldPrefetched else { return }
             mayHoldPrefetched = false
-            forEachRegistered { $0.releasePrefetched() }
+            // The slots as they are (no drop of unreferenced objects on the way:
+            // the caller lets go of every slot next).
+            for page in pages {
+                for index in 0..<SlotPage.size { page.slots[index].object?.releasePrefetched() }
+            }
         }
 
         deinit { releasePrefetched() }
