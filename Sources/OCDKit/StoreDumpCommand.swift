@@ -104,7 +104,7 @@ struct StoreDumper {
         var counts: [String: Int] = [:]
         try keys.read { db in
             for (entity, mapping) in entities {
-                counts[entity.name] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(quoted(mapping.tableName)) WHERE Z_ENT = ?",
+                counts[entity.name] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SQLiteIdentifier.quoted(mapping.tableName)) WHERE Z_ENT = ?",
                                                       arguments: [mapping.entityNumber]) ?? 0
             }
         }
@@ -133,7 +133,7 @@ struct StoreDumper {
             var after: Int64 = 0
             while true {
                 let page = try keys.read { db in
-                    try Int64.fetchAll(db, sql: "SELECT Z_PK FROM \(quoted(mapping.tableName)) WHERE Z_ENT = ? AND Z_PK > ? ORDER BY Z_PK LIMIT ?",
+                    try Int64.fetchAll(db, sql: "SELECT Z_PK FROM \(SQLiteIdentifier.quoted(mapping.tableName)) WHERE Z_ENT = ? AND Z_PK > ? ORDER BY Z_PK LIMIT ?",
                                        arguments: [mapping.entityNumber, after, batchSize])
                 }
                 guard let last = page.last else { break }
@@ -174,15 +174,8 @@ struct StoreDumper {
         return DumpValues.cell(json)
     }
 
-    /// An object ID's URI, as `uriRepresentation()` writes it, without making a `URL`
-    /// (the dump writes millions).
-    static func uri(_ id: ManagedObjectID) -> String {
-        guard let key = id.primaryKey, let store = id.storeIdentifier,
-              id.entity.name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x5F }),
-              store.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D })
-        else { return id.uriRepresentation().absoluteString }
-        return "x-coredata://\(store)/\(id.entity.name)/p\(key)"
-    }
+    /// An object ID's URI (the dump writes millions: no `URL` made).
+    static func uri(_ id: ManagedObjectID) -> String { id.uriString }
 
     static func record(_ object: ManagedObject, properties: [PropertyDescription]) -> DumpRecord {
         var values: [String: DumpJSON] = [:]
@@ -209,9 +202,6 @@ struct StoreDumper {
     }
 }
 
-private func quoted(_ identifier: String) -> String {
-    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-}
 
 // MARK: - Loading
 
@@ -382,7 +372,7 @@ struct StoreLoader {
             let more = bad.count > 20 ? "\n  (and \(bad.count - 20) more)" : ""
             throw CommandFailure("\(input): \(bad.count) bad line(s), nothing loaded:\n  \(shown)\(more)")
         }
-        func id(_ uri: String, line: Int) throws -> ManagedObjectID {
+        func id(_ uri: String) throws -> ManagedObjectID {
             guard let url = URL(string: uri), let id = coordinator.managedObjectID(forURIRepresentation: url) else {
                 throw DumpValues.Invalid(description: "'\(uri)' is not an object URI of the dumped store")
             }
@@ -408,7 +398,7 @@ struct StoreLoader {
                 guard let entity = model.entitiesByName[record.entity], !entity.isAbstract else {
                     throw DumpValues.Invalid(description: "the model has no concrete entity \(record.entity)")
                 }
-                let objectID = try id(record.uri, line: line)
+                let objectID = try id(record.uri)
                 guard objectID.entity.name == entity.name else {
                     throw DumpValues.Invalid(description: "\(record.uri) names entity \(objectID.entity.name), the line \(entity.name)")
                 }
@@ -457,7 +447,7 @@ struct StoreLoader {
         while let (line, parsed) = relationshipRecords.next() {
             guard case .success(let record) = parsed, let entity = model.entitiesByName[record.entity] else { continue }
             do {
-                let source = try id(record.uri, line: line)
+                let source = try id(record.uri)
                 var object: ManagedObject?
                 for (key, json) in record.values {
                     guard let relationship = entity.relationshipsByName[key], !relationship.isTransient,
@@ -465,11 +455,11 @@ struct StoreLoader {
                     let targets: [ManagedObjectID]
                     switch json {
                     case .null: targets = []
-                    case .string(let uri): targets = [try id(uri, line: line)]
+                    case .string(let uri): targets = [try id(uri)]
                     case .array(let uris):
                         targets = try uris.map { uri in
                             guard case .string(let text) = uri else { throw DumpValues.Invalid(description: "\(entity.name).\(key): \(uri.text) is not an object URI") }
-                            return try id(text, line: line)
+                            return try id(text)
                         }
                     default:
                         throw DumpValues.Invalid(description: "\(entity.name).\(key): \(json.text) is not an object URI")

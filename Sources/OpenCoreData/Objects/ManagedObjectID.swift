@@ -202,17 +202,21 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The ID as a URI: `x-coredata://<store UUID>/<Entity>/p<primary key>` when
     /// permanent, `x-coredata:///<Entity>/t<UUID>` while temporary: Core Data's forms.
     public func uriRepresentation() -> URL {
+        URL(string: uriString) ?? URL(fileURLWithPath: "/invalid-object-id")
+    }
+
+    /// The text of ``uriRepresentation()``, made without a `URL` (for callers that
+    /// write many, such as `ocd store dump`).
+    package var uriString: String {
         // Entity names are identifiers: percent-encoding (slow) only for others.
         let plain = entity.name.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x5F
         }
         let name = plain ? entity.name : entity.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entity.name
-        let text: String
         switch key {
-        case .permanent(let pk): text = "x-coredata://\(storeName.identifier)/\(name)/p\(pk)"
-        case .temporary(let number): text = "x-coredata:///\(name)/t\(ManagedObjectID.temporaryUUID(number).uuidString)"
+        case .permanent(let pk): return "x-coredata://\(storeName.identifier)/\(name)/p\(pk)"
+        case .temporary(let number): return "x-coredata:///\(name)/t\(ManagedObjectID.temporaryUUID(number).uuidString)"
         }
-        return URL(string: text) ?? URL(fileURLWithPath: "/invalid-object-id")
     }
 
     public var description: String { "<\(uriRepresentation().absoluteString)>" }

@@ -19,9 +19,7 @@ struct AssignObjectIDsTests {
 
     @Test("Objects keep the chosen keys; keys handed out later are greater", arguments: [PersistentStoreType.sqlite, .inMemory])
     func chosenKeys(type: PersistentStoreType) throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("assign-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TestScratch.folder("assign")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
         let store = try coordinator.addPersistentStore(type: type, at: type == .sqlite ? folder.appendingPathComponent("n.sqlite") : nil)
         let context = ManagedObjectContext(concurrencyType: .privateQueue)

@@ -39,9 +39,7 @@ struct PrefetchCycleTests {
 
     @Test("reset() and the context's end free objects that prefetched each other", arguments: [PersistentStoreType.sqlite, .inMemory])
     func cyclesFreed(type: PersistentStoreType) throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cycle-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TestScratch.folder("cycle")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
         try coordinator.addPersistentStore(type: type, at: type == .sqlite ? folder.appendingPathComponent("c.sqlite") : nil)
         let writer = ManagedObjectContext(concurrencyType: .privateQueue)

@@ -98,6 +98,8 @@ extension DocCUser: Managed {
     static var defaultSortDescriptors: [CoreSortDescriptor] { [CoreSortDescriptor(key: "firstname")] }
 }
 
+// @unchecked Sendable: as DataAccessLayer itself (its contexts keep to their queues);
+// the subclass adds no stored state.
 final class DocCSkopelosClient: DataAccessLayer, @unchecked Sendable {
     static let shared = try! DocCSkopelosClient(sqliteStack: "DataModel")
     override func handleError(_ error: any Error) {

@@ -13,7 +13,7 @@ import Foundation
 /// SQLiteIdentifier.quoted("ZÉTÉ")         // "ZÉTÉ"
 /// SQLiteIdentifier.quoted("Z\"X")         // "Z""X"
 /// ```
-enum SQLiteIdentifier {
+package enum SQLiteIdentifier {
     /// SQLite keywords that a bare identifier must not be. Every name Core Data
     /// generates starts with `Z` or `Z_`, which no keyword does, but index names
     /// and join-table names are checked as well.
@@ -51,7 +51,7 @@ enum SQLiteIdentifier {
     }
 
     /// The identifier as SQL text: bare when it can be, double-quoted otherwise.
-    static func quoted(_ name: String) -> String {
+    package static func quoted(_ name: String) -> String {
         if isBare(name) { return name }
         return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
