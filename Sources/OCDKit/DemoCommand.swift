@@ -37,20 +37,21 @@ struct Demo {
     /// `Country`, countries on a `Continent`, both under the abstract
     /// `GeographicRegion`.
     static func model() throws -> ManagedObjectModel {
-        try ManagedObjectModel {
-            Entity("GeographicRegion", abstract: true) {
+        ManagedObjectClasses.register(DemoMood.self, DemoCountry.self, DemoContinent.self, DemoRegion.self)
+        return try ManagedObjectModel {
+            Entity("GeographicRegion", className: "DemoRegion", abstract: true) {
                 Attribute("numericISO3166Code", .integer16, optional: false, defaultValue: 0)
                 Attribute("numberOfMoods", .integer64, optional: false, defaultValue: 0)
                 Attribute("updatedAt", .date)
             }
-            Entity("Continent", parent: "GeographicRegion") {
+            Entity("Continent", className: "DemoContinent", parent: "GeographicRegion") {
                 Relationship("countries", to: "Country", inverse: "continent", toMany: true)
             }
-            Entity("Country", parent: "GeographicRegion") {
+            Entity("Country", className: "DemoCountry", parent: "GeographicRegion") {
                 Relationship("continent", to: "Continent", inverse: "countries")
                 Relationship("moods", to: "Mood", inverse: "country", toMany: true, deleteRule: .cascade)
             }
-            Entity("Mood") {
+            Entity("Mood", className: "DemoMood") {
                 Attribute("date", .date, optional: false)
                 Attribute("colors", .transformable)
                 Attribute("rating", .integer16, optional: false, defaultValue: 0, minValue: 0, maxValue: 5)
@@ -91,8 +92,9 @@ struct Demo {
         // 2
         step("A fetched results controller lists the moods by country, newest first")
         let request = FetchRequest<ManagedObject>(entityName: "Mood")
+        // A key path through a relationship is a key string; one property, a typed key path.
         request.sortDescriptors = [CoreSortDescriptor(key: "country.numericISO3166Code"),
-                                   CoreSortDescriptor(key: "date", ascending: false)]
+                                   try CoreSortDescriptor(SortDescriptor(\DemoMood.date, order: .reverse))]
         request.fetchBatchSize = 20
         let printer = ChangePrinter(output: output)
         let controller = try main.performAndWait {
@@ -140,10 +142,11 @@ struct Demo {
         step("Faulting and uniquing, in a fresh background context")
         let reader = dataAccess.container.newBackgroundContext()
         try reader.performAndWait {
-            let fetch = FetchRequest<ManagedObject>(entityName: "Mood")
-            fetch.predicate = try CorePredicate(format: "rating >= %d AND country.numericISO3166Code == %d", 2, 250)
-            fetch.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
-            say("predicate: \(fetch.predicate?.predicateFormat ?? "") — run in SQL, one SELECT")
+            let fetch = try FetchRequest<DemoMood>(
+                predicate: #Predicate { $0.rating >= 2 && $0.country?.numericISO3166Code == 250 },
+                sortBy: [SortDescriptor(\.date, order: .reverse)])
+            say("#Predicate { $0.rating >= 2 && $0.country?.numericISO3166Code == 250 }")
+            say("is the predicate \(fetch.predicate?.predicateFormat ?? "") — run in SQL, one SELECT")
             let found = try reader.fetch(fetch)
             say("\(found.count) mood(s); the first is a fault: \(found.first?.isFault ?? false)")
             if let first = found.first {
@@ -193,9 +196,9 @@ struct Demo {
         step("SQL debug output (OPENCOREDATA_SQL_DEBUG=1, or -com.apple.CoreData.SQLDebug 1)")
         try SQLDebug.withOutput(level: 1, to: output) {
             try reader.performAndWait {
-                let fetch = FetchRequest<ManagedObject>(entityName: "Mood")
-                fetch.predicate = try CorePredicate(format: "rating >= 2 AND country.continent.numericISO3166Code == 150")
-                fetch.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+                let fetch = try FetchRequest<DemoMood>(
+                    predicate: #Predicate { $0.rating >= 2 && $0.country?.continent?.numericISO3166Code == 150 },
+                    sortBy: [SortDescriptor(\.date, order: .reverse)])
                 fetch.fetchLimit = 3
                 let moods = try reader.fetch(fetch)
                 say("→ the \(moods.count) latest moods rated 2 or more in Europe")
@@ -290,4 +293,32 @@ final class ChangePrinter: FetchedResultsControllerDelegate, @unchecked Sendable
         guard let indexPath, indexPath.count == 2 else { return "-" }
         return "[\(indexPath[0]), \(indexPath[1])]"
     }
+}
+
+// The Moody model's classes: typed faces of its entities, for typed predicates
+// and sort descriptors (`#Predicate<DemoMood> { $0.rating >= 2 }`).
+
+@ManagedEntity("GeographicRegion", abstract: true)
+class DemoRegion: ManagedObject {
+    @Managed var numericISO3166Code: Int16
+    @Managed var numberOfMoods: Int64
+    @Managed var updatedAt: Date?
+}
+
+@ManagedEntity("Continent")
+final class DemoContinent: DemoRegion {
+    @Managed(inverse: "continent") var countries: Set<DemoCountry>
+}
+
+@ManagedEntity("Country")
+final class DemoCountry: DemoRegion {
+    @Managed(inverse: "countries") var continent: DemoContinent?
+    @Managed(inverse: "country", deleteRule: .cascade) var moods: Set<DemoMood>
+}
+
+@ManagedEntity("Mood")
+final class DemoMood: ManagedObject {
+    @Managed var date: Date
+    @Managed(default: Int16(0)) var rating: Int16
+    @Managed(inverse: "moods") var country: DemoCountry?
 }

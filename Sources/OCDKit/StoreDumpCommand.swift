@@ -336,7 +336,11 @@ struct StoreLoader {
             let count = try loadObjects(into: temporary, total: header.total)
             // Every connection closed, the write-ahead log folded into the file:
             // one file to move.
-            let queue = try DatabaseQueue(path: temporary.path)
+            // A read the removed store held may end a moment later (its idle timer
+            // closes it): wait for it rather than fail with "database is locked".
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            let queue = try DatabaseQueue(path: temporary.path, configuration: configuration)
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
             try queue.close()
             guard !fileManager.fileExists(atPath: target.path) else {

@@ -182,6 +182,8 @@ public enum EvaluatedValue {
         case let value as [Any]: self = .collection(value.map { EvaluatedValue(any: $0) }, isOrdered: true)
         case let value as any KeyValueCoding: self = .object(value)
         case let value as NSNumber: self = EvaluatedValue.number(value)
+        // A value that stands for a constant in predicates (an object ID: its URI).
+        case let value as any FormatArgument: self = EvaluatedValue(value.formatArgumentValue)
         case let value as any Sequence:
             self = .collection(sequenceElements(value).map { EvaluatedValue(any: $0) }, isOrdered: true)
         default: self = .object(OpaqueObject(value: any))

@@ -83,7 +83,7 @@ public macro Managed<Value>(
 /// The macro adds ``ManagedEntityType`` conformance and its
 /// ``ManagedEntityType/managedEntitySchema``; properties declared in extensions
 /// are not part of the entity.
-@attached(member, names: named(managedEntitySchema))
+@attached(member, names: named(managedEntitySchema), named(managedPropertyKeyPaths))
 @attached(extension, conformances: ManagedEntityType)
 public macro ManagedEntity(
     _ name: String? = nil,

@@ -67,16 +67,25 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     var storage: RowValues? {
         @inline(__always) _read { yield currentValues }
         @inline(__always) set {
-            separateCommittedRow()
-            // A fault given values has no committed row (its fault row goes), and
-            // an object turned into a fault no fault row (its committed row goes).
-            if currentValues == nil || newValue == nil { keptRow = nil }
-            currentValues = newValue
+            if let observation, currentValues != nil {
+                // A merge, refresh, rollback or turning into a fault (not a fault
+                // firing: nil to values) tells the observers of what changed.
+                observation.replacing(self, currentValues, with: newValue) { replaceStorage(newValue) }
+            } else {
+                replaceStorage(newValue)
+            }
         }
         @inline(__always) _modify {
             separateCommittedRow()
             yield &currentValues
         }
+    }
+    private func replaceStorage(_ newValue: RowValues?) {
+        separateCommittedRow()
+        // A fault given values has no committed row (its fault row goes), and
+        // an object turned into a fault no fault row (its committed row goes).
+        if currentValues == nil || newValue == nil { keptRow = nil }
+        currentValues = newValue
     }
     @exclusivity(unchecked) private var currentValues: RowValues?  // unchecked: context queue only, never held across a call
 
@@ -143,6 +152,13 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     /// coroutine the optimizer does not inline, whose frame is allocated).
     @inline(__always)
     func writeValue(_ value: SnapshotValue, at index: Int) {
+        if let observation {
+            observation.changing(self, index: index) {
+                separateCommittedRow()
+                currentValues?[index] = value
+            }
+            return
+        }
         separateCommittedRow()
         currentValues?[index] = value
     }
@@ -212,6 +228,9 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         /// order, by property index: reading the relationship takes them while they are
         /// still its members and registered here (see `relatedObjects(of:index:)`).
         var prefetchedMembers: [PrefetchedMembers] = []
+        /// The object's Observation registrar and change streams, made on its first
+        /// `@Managed` read (see ManagedObject+Observation.swift).
+        var observation: ObjectObservation?
     }
 
     /// The objects prefetching filled the to-many relationship at `index` with.
@@ -239,6 +258,18 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
         if let extras { return extras }
         let made = Extras()
         extras = made
+        return made
+    }
+
+    /// The object's observation state, if anything read or observed it.
+    var observation: ObjectObservation? {
+        @inline(__always) get { extras?.observation }
+    }
+    /// The observation state, made if needed.
+    var madeObservation: ObjectObservation {
+        if let observation = extras?.observation { return observation }
+        let made = ObjectObservation()
+        madeExtras.observation = made
         return made
     }
 
@@ -452,6 +483,24 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     }
 
     // MARK: Predicates
+
+    /// The model key of each typed property's key path, for typed predicates,
+    /// sort descriptors and the key-path forms of fetch options.
+    ///
+    /// `@ManagedEntity` overrides it with the key paths of the class's `@Managed`
+    /// properties, rooted at the class it is asked of: `Mood.managedPropertyKeyPaths`
+    /// maps `\Mood.date` to `"date"`, and a subclass `HappyMood` (with or without
+    /// `@ManagedEntity`) gets `\HappyMood.date` too. The base class knows
+    /// `\X.objectID`.
+    ///
+    /// ```swift
+    /// Mood.managedPropertyKeyPaths[\Mood.date]   // "date"
+    /// ```
+    open class var managedPropertyKeyPaths: [AnyKeyPath: String] {
+        func base<Root: ManagedObject>(_: Root.Type) -> [AnyKeyPath: String] { [\Root.objectID: "objectID"] }
+        return base(Self.self)
+    }
+
 
     /// In predicates a managed object stands for its object ID URI.
     public var formatArgumentValue: AttributeValue { .uri(objectID.uriRepresentation()) }

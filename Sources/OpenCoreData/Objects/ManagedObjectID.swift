@@ -295,3 +295,42 @@ func splitMix64Hash(_ x: UInt64, seed: Int) -> Int {
 /// The name this type had before it took Core Data's (`NSManagedObjectID`).
 @available(*, deprecated, renamed: "ManagedObjectID")
 public typealias ObjectID = ManagedObjectID
+
+extension CodingUserInfoKey {
+    /// The coordinator that decodes object IDs (``ManagedObjectID/init(from:)``).
+    public static let persistentStoreCoordinator = CodingUserInfoKey(rawValue: "OpenCoreData.persistentStoreCoordinator")!
+}
+
+extension ManagedObjectID: Codable {
+    /// Encodes the ID as its URI (``uriRepresentation()``), as SwiftData encodes
+    /// a persistent identifier: what lets a captured ID appear in Foundation's
+    /// `#Predicate`, which needs `Codable` values.
+    ///
+    /// ```swift
+    /// let id = mood.objectID
+    /// let request = try FetchRequest<Mood>(predicate: #Predicate { $0.objectID == id })
+    /// ```
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(uriRepresentation())
+    }
+
+    /// Decodes an ID from its URI, through the coordinator in the decoder's
+    /// `userInfo[.persistentStoreCoordinator]`.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` without a coordinator, or when
+    ///   the URI names no store of it.
+    public init(from decoder: any Decoder) throws {
+        let uri = try decoder.singleValueContainer().decode(URL.self)
+        guard let coordinator = decoder.userInfo[.persistentStoreCoordinator] as? PersistentStoreCoordinator else {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: decoder.codingPath,
+                debugDescription: "Decoding the object ID \(uri) needs a coordinator in userInfo[.persistentStoreCoordinator]"))
+        }
+        guard let id = coordinator.managedObjectID(forURIRepresentation: uri) else {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: decoder.codingPath, debugDescription: "The URI \(uri) names no object of the coordinator's stores"))
+        }
+        self = id
+    }
+}

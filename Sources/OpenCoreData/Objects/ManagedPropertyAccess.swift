@@ -277,6 +277,7 @@ extension ManagedObject {
     /// - Parameter key: The name of a property of the object's entity.
     /// - Returns: The value as `T`.
     public func managedValue<T>(forKey key: String) -> T {
+        observeRead(key)
         if let optional = T.self as? any ManagedOptionalMarker.Type {
             return ManagedAccess.cast(optional.managedRead(self, forKey: key), to: T.self, key: key)
         }
@@ -303,6 +304,7 @@ extension ManagedObject {
     /// default is then only the model's default value, which new objects start with.
     public func managedValue<T>(forKey key: String, default defaultValue: @autoclosure () -> T) -> T {
         if T.self is any ManagedOptionalMarker.Type { return managedValue(forKey: key) }
+        observeRead(key)
         return presentManagedValue(T.self, forKey: key) ?? defaultValue()
     }
 

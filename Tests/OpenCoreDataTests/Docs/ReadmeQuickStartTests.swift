@@ -35,9 +35,8 @@ struct ReadmeQuickStartTests {
         }
 
         let ratings = try await container.viewContext.perform {
-            let request = ReadmeMood.fetchRequest()
-            request.predicate = try CorePredicate(format: "rating >= %d", 3)
-            request.sortDescriptors = [CoreSortDescriptor(key: "date", ascending: false)]
+            let request = try FetchRequest<ReadmeMood>(predicate: #Predicate { $0.rating >= 3 },
+                                                       sortBy: [SortDescriptor(\.date, order: .reverse)])
             return try container.viewContext.fetch(request).map(\.rating)
         }
         #expect(ratings == [4])

@@ -143,7 +143,7 @@ struct TranslatorSQLTests {
         try expectUnsupported("name.length > 3", mentioning: "continues after the attribute")
         try expectUnsupported("scratch == 'x'", mentioning: "transient")
         try expectUnsupported("SUBQUERY(moods, $m, $m.score > 1).@sum == 1", mentioning: "SUBQUERY")
-        try expectUnsupported("population / 2 > 1", mentioning: "divide:by:")
+        try expectUnsupported("population ** 2 > 1", mentioning: "raise:toPower:")
         try expectUnsupported("TERNARY(population > 1, name, 'x') == 'x'", mentioning: "TERNARY")
         try expectUnsupported("continent.nmae == 'x'", code: 134060, mentioning: "nmae")
         try expectUnsupported("unknown > 3", code: 134060, mentioning: "Country")

@@ -10,6 +10,8 @@ import OpenCoreDataPredicates
 struct W3: Workload {
     let name = "W3"
     let title = "100 x fetch `age == k` (indexed, {n/100} rows each), read 1 attribute"
+    /// W3t: the same with `#Predicate<BenchPerson> { $0.age == k }`, translated per fetch.
+    var typed = false
 
     func expectedChecksum(_ env: BenchEnvironment) throws -> String {
         guard env.count % 100 == 0 else { throw BenchmarkError("W3 needs a count divisible by 100") }
@@ -44,7 +46,12 @@ struct W3: Workload {
             start = now()
             for k in 0..<100 {
                 let request = FetchRequest<ManagedObject>(entityName: "Person")
-                request.predicate = try CorePredicate(format: "age == %d", k)
+                if typed {
+                    let age = Int32(k)
+                    request.predicate = try CorePredicate(#Predicate<BenchPerson> { $0.age == age })
+                } else {
+                    request.predicate = try CorePredicate(format: "age == %d", k)
+                }
                 for person in try context.fetch(request) {
                     c.rows += 1
                     if case .double(let score) = person.attributeValue(forKey: "score") { c.scores2 += Int(score * 2) }
@@ -66,4 +73,22 @@ struct W3: Workload {
         open.closeAll()
         return Sample(seconds: seconds, checksum: c.text)
     }
+}
+
+/// W3t: W3 with Foundation's `#Predicate` (the translation to a Core Data
+/// predicate counted in every fetch). The other peers run W3 unchanged.
+struct W3t: Workload {
+    let name = "W3t"
+    let title = "100 x fetch `#Predicate { $0.age == k }` (typed predicate, translated per fetch), read 1 attribute"
+    var peers: [Peer] { [.raw, .opencoredata] }
+    func expectedChecksum(_ env: BenchEnvironment) throws -> String { try W3().expectedChecksum(env) }
+    func run(_ peer: Peer, _ env: BenchEnvironment) throws -> Sample { try W3(typed: true).run(peer, env) }
+}
+
+/// The typed face of the `Person` entity, for typed predicates: its key paths
+/// name the entity's attributes (no object of this class is made).
+@ManagedEntity("Person")
+final class BenchPerson: ManagedObject {
+    @Managed var age: Int32
+    @Managed var score: Double
 }

@@ -140,6 +140,9 @@ extension SQLTranslationContext {
             let (element, container) = op == .in ? (left, right) : (right, left)
             switch container {
             case .constant(.array(let values)): return try membership(element, values.map { .constant($0) }, options)
+            // A dictionary's members are its values (as in NSPredicate).
+            case .constant(.dictionary(let values)):
+                return try membership(element, values.keys.sorted().compactMap { values[$0] }.map { .constant($0) }, options)
             case .list(let members): return try membership(element, members, options)
             case .constant(.null): return .falseCondition
             default: break

@@ -439,6 +439,11 @@ final class SQLTranslationContext {
         case PredicateFunction.add.rawValue: symbol = "+"
         case PredicateFunction.subtract.rawValue: symbol = "-"
         case PredicateFunction.multiply.rawValue: symbol = "*"
+        // divide:by: gives a floating-point quotient, as NSExpression's does.
+        case PredicateFunction.divide.rawValue: symbol = "* 1.0 /"
+        case PredicateFunction.modulus.rawValue: symbol = "%"
+        case PredicateFunction.trunc.rawValue, PredicateFunction.length.rawValue:
+            return try unaryFunction(name, arguments)
         default:
             throw SQLFetchTranslator.unsupported("the function \(name)() over key paths", entity: fetch.entity)
         }
@@ -468,6 +473,36 @@ final class SQLTranslationContext {
             throw SQLFetchTranslator.unsupported("\(name) with \(terms.count) arguments", entity: fetch.entity)
         }
         return .scalar(("(" + terms[0] + SQLFragment(" \(symbol) ") + terms[1] + ")"), .numeric)
+    }
+
+    /// `trunc:` (toward zero, as an integer) and `length:` (of a string, in
+    /// characters) over a key path.
+    private func unaryFunction(_ name: String, _ arguments: [CoreExpression]) throws -> SQLOperand {
+        guard arguments.count == 1 else {
+            throw SQLFetchTranslator.unsupported("\(name) with \(arguments.count) arguments", entity: fetch.entity)
+        }
+        let isLength = name == PredicateFunction.length.rawValue
+        let term: SQLFragment
+        switch try operand(arguments[0]) {
+        case .scalar(let sql, let domain):
+            guard isLength ? domain == .string : domain == .numeric else {
+                throw PredicateEvaluationError.typeMismatch("'\(name)' does not apply to \(arguments[0])")
+            }
+            term = sql
+        case .constant(let value):
+            if value.isNull {
+                term = "NULL"
+            } else if isLength, case .string(let string) = value {
+                term = .argument(string.databaseValue)
+            } else if !isLength, let number = SQLiteValueEncoding.numericDatabaseValue(value) {
+                term = .argument(number)
+            } else {
+                throw PredicateEvaluationError.typeMismatch("'\(name)' does not apply to \(arguments[0])")
+            }
+        default:
+            throw SQLFetchTranslator.unsupported("\(name) of \(arguments[0])", entity: fetch.entity)
+        }
+        return .scalar(SQLFragment(isLength ? "LENGTH(" : "CAST(") + term + SQLFragment(isLength ? ")" : " AS INTEGER)"), .numeric)
     }
 }
 

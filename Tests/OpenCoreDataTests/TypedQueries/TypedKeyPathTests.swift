@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+import OpenCoreData
+import OpenCoreDataPredicates
+
+@Suite("Typed key paths, sort descriptors and the key-path forms of requests")
+struct TypedKeyPathTests {
+    @Test func keyPathsNameModelProperties() throws {
+        #expect(TQMood.predicateKey(for: \TQMood.name) == "name")
+        #expect(TQMood.predicateKey(for: \TQMood.country) == "country")
+        #expect(TQMood.predicateKey(for: \TQMood.objectID) == "objectID")
+        #expect(try TQMood.key(for: \.tags) == "tags")
+        // Inherited properties, rooted at the subclass, with and without @ManagedEntity.
+        #expect(TQDerived.predicateKey(for: \TQDerived.title) == "title")
+        #expect(TQDerived.predicateKey(for: \TQDerived.extra) == "extra")
+        #expect(TQPlainDerived.predicateKey(for: \TQPlainDerived.title) == "title")
+        #expect(TQPlainDerived.predicateKey(for: \TQPlainDerived.extra) == "extra")
+        #expect(TQBase.predicateKey(for: \TQBase.title) == "title")
+        // A renamed key.
+        #expect(TypedSample.predicateKey(for: \TypedSample.alias) == "renamed")
+    }
+
+    @Test func aComputedPropertyIsAClearError() throws {
+        #expect(TQDerived.predicateKey(for: \TQDerived.computed) == nil)
+        do {
+            _ = try CorePredicate(#Predicate<TQDerived> { $0.computed > 3 })
+            Issue.record("expected an error")
+        } catch let error as TypedPredicateError {
+            guard case .unknownKeyPath = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(error.description.contains("names no modeled property"))
+        }
+        #expect(throws: TypedPredicateError.self) { try TQDerived.key(for: \.computed) }
+    }
+
+    @Test func unsupportedExpressionsNameTheirType() throws {
+        do {
+            _ = try CorePredicate(#Predicate<TQMood> { $0.name.contains(/S.n/) })
+            Issue.record("expected an error")
+        } catch let error as TypedPredicateError {
+            #expect(error.description.contains("StringContainsRegex"), "\(error)")
+        }
+    }
+
+    @Test func predicateFormatPrintsTheCoreDataEquivalent() throws {
+        let p = try CorePredicate(#Predicate<TQMood> { $0.rating > 3 && $0.name.contains("a") })
+        #expect(p.predicateFormat == #"rating > 3 AND name CONTAINS "a""#)
+        let q = try CorePredicate(#Predicate<TQMood> { $0.country?.name == "France" || $0.tags.isEmpty })
+        #expect(q.predicateFormat == #"country.name == "France" OR tags.@count == 0"#)
+        let r = try CorePredicate(#Predicate<TQMood> { $0.tags.contains { $0.label == "w" } })
+        #expect(r.predicateFormat == #"SUBQUERY(tags, $x, $x.label == "w").@count > 0"#)
+    }
+
+    @Test func sortDescriptors() throws {
+        let byDate = try CoreSortDescriptor(SortDescriptor(\TQMood.date, order: .reverse))
+        #expect(byDate.key == "date")
+        #expect(byDate.ascending == false)
+        #expect(byDate.selector == .compare)
+        let byName = try CoreSortDescriptor(SortDescriptor(\TQMood.name, comparator: .lexical))
+        #expect(byName.key == "name" && byName.ascending && byName.selector == .compare)
+        #expect(throws: TypedPredicateError.self) { try CoreSortDescriptor(SortDescriptor(\TQDerived.computed)) }
+    }
+
+    @Test func requestsTakeKeyPaths() throws {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TypedPredicateConformanceTests.model())
+        try coordinator.addPersistentStore(type: .sqlite, at: try TestScratch.folder("typed-kp").appendingPathComponent("t.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        _ = TypedDataSet.populate(context)
+        try context.save()
+
+        let request = try FetchRequest<TQMood>(predicate: #Predicate { $0.rating >= 3 },
+                                               sortBy: [SortDescriptor(\.rating, order: .reverse), SortDescriptor(\.name)])
+        try request.setRelationshipKeyPathsForPrefetching([\.country, \.tags])
+        #expect(request.relationshipKeyPathsForPrefetching == ["country", "tags"])
+        #expect(try context.fetch(request).map(\.name) == ["Sunny", "Calm", "Snowy", "Foggy", "Windy"])
+
+        // The data access helpers.
+        #expect(try TQMood.all(in: context, where: #Predicate { $0.isFavorite }, sortedBy: [SortDescriptor(\.name)])
+            .map(\.name) == ["Foggy", "Stormy", "Sunny"])
+        #expect(try TQMood.first(in: context, sortedBy: [SortDescriptor(\.date)])?.name == "Foggy")
+        #expect(try TQMood.first(in: context, where: #Predicate { $0.rating == 4 }, sortedBy: [SortDescriptor(\.name)])?.name == "Calm")
+        #expect(try TQMood.count(in: context, where: #Predicate { $0.note == nil }) == 2)
+
+        // Dictionary results: properties to fetch and group by.
+        let grouped = FetchRequest<[String: Any]>(entityName: "TQMood")
+        try grouped.setPropertiesToFetch([\TQMood.rating])
+        try grouped.setPropertiesToGroupBy([\TQMood.rating])
+        grouped.sortDescriptors = [try CoreSortDescriptor(SortDescriptor(\TQMood.rating))]
+        #expect(try context.fetch(grouped).compactMap { ($0["rating"] as? NSNumber)?.intValue ?? ($0["rating"] as? Int) }
+            == [1, 2, 3, 4, 5])
+
+        // A fetched results controller sectioned by a key path.
+        let controller = try FetchedResultsController(
+            fetchRequest: try FetchRequest<TQMood>(sortBy: [SortDescriptor(\.rating), SortDescriptor(\.name)]),
+            managedObjectContext: context, sectionNameKeyPath: \.rating, cacheName: nil)
+        #expect(controller.sectionNameKeyPath == "rating")
+        try controller.performFetch()
+        #expect(controller.sections?.count == 5)
+
+        // Batch update and delete.
+        let update = try BatchUpdateRequest(predicate: #Predicate<TQMood> { $0.rating < 2 }, propertiesToUpdate: [\TQMood.rating: 2])
+        update.resultType = .count
+        #expect(try context.execute(update).count == 1)
+        let delete = try BatchDeleteRequest(predicate: #Predicate<TQMood> { $0.rating == 2 })
+        delete.resultType = .count
+        #expect(try context.execute(delete).count == 3)
+        context.reset()
+        #expect(try TQMood.count(in: context, where: #Predicate { $0.rating <= 2 }) == 0)
+        #expect(try TQMood.removeAll(in: context, where: #Predicate { $0.name.starts(with: "S") }) == 2)
+    }
+}
+
+/// Predicates.md, "Typed queries": the article's example as written (its `Mood`,
+/// `Country` and `Tag` are `TQMood`, `TQCountry` and `TQTag` here: class names are
+/// unique in the test process).
+@Suite struct TypedQueriesArticleTests {
+    @Test("Predicates.md, Typed queries: a request, the helpers, the key-path options")
+    func typedQueriesSection() throws {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TypedPredicateConformanceTests.model())
+        try coordinator.addPersistentStore(type: .sqlite, at: try TestScratch.folder("typed-doc").appendingPathComponent("t.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        _ = TypedDataSet.populate(context)
+        try context.save()
+
+        let cutoff = Date(timeIntervalSinceReferenceDate: 500_000_000)
+        let request = try FetchRequest<TQMood>(
+            predicate: #Predicate { $0.rating > 3 && $0.date > cutoff && $0.country?.name == "France" },
+            sortBy: [SortDescriptor(\.date, order: .reverse)])
+        let format = request.predicate!.predicateFormat
+        #expect(format.hasPrefix("rating > 3 AND date > CAST("), "\(format)")
+        #expect(format.hasSuffix(#"AND country.name == "France""#), "\(format)")
+        let moods = try context.fetch(request)
+        #expect(moods.map(\.name) == ["Sunny", "Calm"])
+
+        let tagged = try TQMood.all(in: context, where: #Predicate { $0.tags.contains { $0.label == "work" } })
+        #expect(tagged.count == 3)
+        let latest = try TQMood.first(in: context, sortedBy: [SortDescriptor(\.date, order: .reverse)])
+        #expect(latest?.name == "Stormy")
+        try request.setRelationshipKeyPathsForPrefetching([\.country])
+        #expect(request.relationshipKeyPathsForPrefetching == ["country"])
+    }
+}
