@@ -238,8 +238,33 @@ struct TypedPredicateTranslator {
     }
 
     /// A function of the operands' alternatives.
-    static func combine(_ lhs: [TypedBranch], _ rhs: [TypedBranch], _ make: (CoreExpression, CoreExpression) -> CoreExpression) -> [TypedBranch] {
-        lhs.flatMap { l in rhs.map { r in TypedBranch(make(l.value, r.value), when: TypedBranch.both(l.condition, r.condition)) } }
+    static func combine(
+        _ lhs: [TypedBranch], _ rhs: [TypedBranch], _ make: (CoreExpression, CoreExpression) -> CoreExpression
+    ) throws -> [TypedBranch] {
+        try bounded(lhs.flatMap { l in rhs.map { r in TypedBranch(make(l.value, r.value), when: TypedBranch.both(l.condition, r.condition)) } })
+    }
+
+    /// Whether an expression is a key path (nil when any object on the way is nil).
+    static func isKeyPath(_ expression: CoreExpression) -> Bool {
+        switch expression {
+        case .keyPath, .evaluatedObject, .variable: return true
+        case .member(let base, _):
+            if case .subquery = base { return false }
+            return isKeyPath(base)
+        default: return false
+        }
+    }
+
+    /// The most alternatives an expression may have: each `??` or `?:` doubles
+    /// them, and every alternative binds its own values in SQL.
+    static let maximumAlternatives = 64
+
+    static func bounded(_ branches: [TypedBranch]) throws -> [TypedBranch] {
+        guard branches.count <= maximumAlternatives else {
+            throw TypedPredicateError.unsupportedExpression(
+                "NilCoalesce/Conditional", "more than \(maximumAlternatives) alternatives (nested ?? and ?: multiply them)")
+        }
+        return branches
     }
 
     /// `base.key`, with key paths from the evaluated object kept as plain key paths
@@ -346,9 +371,14 @@ extension PredicateExpressions.KeyPath: TypedPredicateNode {
             return try base.map { branch in
                 let value: CoreExpression
                 switch kind {
+                case .collectionCount where isString:
+                    // Swift counts characters (grapheme clusters); SQLite's LENGTH
+                    // counts code points and Foundation's length UTF-16 units.
+                    throw TypedPredicateError.unsupportedExpression(
+                        TypedPredicateTranslator.typeName(of: self),
+                        "count of a string (Swift counts characters, Core Data's length: UTF-16 units)")
                 case .collectionCount:
-                    value = isString ? .function("length:", arguments: [branch.value])
-                        : TypedPredicateTranslator.member(branch.value, "@count")
+                    value = TypedPredicateTranslator.member(branch.value, "@count")
                 case .collectionFirst where !isString:
                     value = .index(branch.value, .first)
                 case .bidirectionalCollectionLast where !isString:
@@ -372,10 +402,10 @@ extension PredicateExpressions.KeyPath: TypedPredicateNode {
         if kind == .collectionIsEmpty {
             let base = try translator.value(root)
             let isString = Root.Output.self is any StringProtocol.Type
-            let counts = base.map { branch in
-                TypedBranch(isString ? .function("length:", arguments: [branch.value])
-                                : TypedPredicateTranslator.member(branch.value, "@count"), when: branch.condition)
+            if isString {
+                return TypedPredicateTranslator.compare(base, .equalTo, [TypedBranch(.constant(.string("")))])
             }
+            let counts = base.map { TypedBranch(TypedPredicateTranslator.member($0.value, "@count"), when: $0.condition) }
             return TypedPredicateTranslator.compare(counts, .equalTo, [TypedBranch(.constant(.int(0)))])
         }
         return TypedPredicateTranslator.compare(try typedValue(in: &translator), .equalTo, [TypedBranch(.constant(.bool(true)))])
@@ -410,7 +440,7 @@ extension PredicateExpressions.Conditional: TypedPredicateNode {
         let condition = try translator.predicate(test)
         let whenTrue = try translator.value(trueBranch).map { $0.adding(condition) }
         let whenFalse = try translator.value(falseBranch).map { $0.adding(.not(condition)) }
-        return whenTrue + whenFalse
+        return try TypedPredicateTranslator.bounded(whenTrue + whenFalse)
     }
 
     func typedPredicate(in translator: inout TypedPredicateTranslator) throws -> CorePredicate {
@@ -483,7 +513,7 @@ extension PredicateExpressions.Arithmetic: TypedPredicateNode {
         @unknown default:
             throw TypedPredicateError.unsupportedExpression(TypedPredicateTranslator.typeName(of: self), "the operator \(op)")
         }
-        return TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
+        return try TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
             .function(function, arguments: [$0, $1])
         }
     }
@@ -491,7 +521,7 @@ extension PredicateExpressions.Arithmetic: TypedPredicateNode {
 
 extension PredicateExpressions.FloatDivision: TypedPredicateNode {
     func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
-        TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
+        try TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
             .function("divide:by:", arguments: [$0, $1])
         }
     }
@@ -500,7 +530,7 @@ extension PredicateExpressions.FloatDivision: TypedPredicateNode {
 extension PredicateExpressions.IntDivision: TypedPredicateNode {
     func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
         // Swift's integer division truncates: trunc(a / b).
-        TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
+        try TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
             .function("trunc:", arguments: [.function("divide:by:", arguments: [$0, $1])])
         }
     }
@@ -508,7 +538,7 @@ extension PredicateExpressions.IntDivision: TypedPredicateNode {
 
 extension PredicateExpressions.IntRemainder: TypedPredicateNode {
     func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
-        TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
+        try TypedPredicateTranslator.combine(try translator.value(lhs), try translator.value(rhs)) {
             .function("modulus:by:", arguments: [$0, $1])
         }
     }
@@ -533,19 +563,30 @@ extension PredicateExpressions.NilCoalesce: TypedPredicateNode {
             branches.append(branch.adding(.not(isNil)))
             branches += fallback.map { $0.adding(TypedBranch.both(branch.condition, isNil)) }
         }
-        return branches
+        return try TypedPredicateTranslator.bounded(branches)
     }
 }
 
 extension PredicateExpressions.OptionalFlatMap: TypedPredicateNode {
     func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
         // A key path through nil is nil in Core Data, as `?.` gives nil in Swift.
+        // The transform runs only when the wrapped value is not nil; otherwise
+        // the result is nil (a transform like `{ $0.nickname ?? "none" }` must not
+        // make a value from a nil relationship).
         var branches: [TypedBranch] = []
         for branch in try translator.value(wrapped) {
+            let isNil = CorePredicate.comparison(ComparisonPredicate(branch.value, .equalTo, .constant(.null)))
             translator.bind(variable.key, to: [TypedBranch(branch.value)])
-            branches += try translator.value(transform).map { $0.adding(branch.condition) }
+            let transformed = try translator.value(transform)
+            if transformed.count == 1, transformed[0].condition == nil, TypedPredicateTranslator.isKeyPath(transformed[0].value) {
+                // A key path through nil is nil already.
+                branches.append(transformed[0].adding(branch.condition))
+                continue
+            }
+            branches += transformed.map { $0.adding(TypedBranch.both(branch.condition, .not(isNil))) }
+            branches.append(TypedBranch(.constant(.null), when: TypedBranch.both(branch.condition, isNil)))
         }
-        return branches
+        return try TypedPredicateTranslator.bounded(branches)
     }
 }
 
@@ -637,7 +678,7 @@ extension PredicateExpressions.SequenceMaximum: TypedPredicateNode {
 
 extension PredicateExpressions.CollectionIndexSubscript: TypedPredicateNode {
     func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
-        TypedPredicateTranslator.combine(try translator.value(wrapped), try translator.value(index)) {
+        try TypedPredicateTranslator.combine(try translator.value(wrapped), try translator.value(index)) {
             .index($0, .expression($1))
         }
     }

@@ -58,3 +58,21 @@ import Testing
         #expect(try CorePredicate(format: "name IN[c] %@", FormatArgumentList(["GOLD", 1])).evaluate(with: gold))
     }
 }
+
+/// The bound on the alternatives `??` and `?:` make in a typed predicate.
+@Suite struct TypedAlternativesBoundTests {
+    @Test func moreAlternativesThanTheBoundAreAnError() throws {
+        let limit = TypedPredicateTranslator.maximumAlternatives
+        let atLimit = Array(repeating: TypedBranch(.constant(.int(1))), count: limit)
+        #expect(try TypedPredicateTranslator.bounded(atLimit).count == limit)
+        #expect(throws: TypedPredicateError.self) {
+            try TypedPredicateTranslator.bounded(atLimit + [TypedBranch(.constant(.int(2)))])
+        }
+        // Arithmetic multiplies the alternatives of its operands.
+        let eight = Array(repeating: TypedBranch(.keyPath("a"), when: .constant(true)), count: 8)
+        #expect(try TypedPredicateTranslator.combine(eight, eight) { $0 + $1 }.count == 64)
+        #expect(throws: TypedPredicateError.self) {
+            try TypedPredicateTranslator.combine(eight, eight + [TypedBranch(.keyPath("b"))]) { $0 + $1 }
+        }
+    }
+}

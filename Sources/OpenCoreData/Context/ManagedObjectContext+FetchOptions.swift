@@ -144,9 +144,19 @@ extension ManagedObjectContext {
         guard let committed = object.committed, row.version != committed.version || row.rowValues != committed.rowValues else { return }
         let local = object.changedIndexes()
         let storage = object.storage
-        load(row, into: object)
-        if let storage {
-            for index in local where index < storage.count { object.storage?[index] = storage[index] }
+        func refresh() {
+            load(row, into: object)
+            if let storage {
+                for index in local where index < storage.count { object.storage?[index] = storage[index] }
+            }
+        }
+        if let observation = object.observation, let storage {
+            // Observers of the properties whose values the row changes are told.
+            var refreshed = row.rowValues
+            for index in local where index < storage.count && index < refreshed.count { refreshed[index] = storage[index] }
+            observation.replacing(object, storage, with: refreshed, refresh)
+        } else {
+            refresh()
         }
         persistentStoreCoordinator?.updateCachedRow(row)
         eventRefreshed.insert(object)

@@ -119,6 +119,23 @@ struct ObservationTests {
         #expect(mood.name == "Sunny")
     }
 
+    @Test func aRefetchThatRefreshesNotifies() throws {
+        let (coordinator, context, mood) = try stack()
+        let writer = ManagedObjectContext(concurrencyType: .mainQueue)
+        writer.persistentStoreCoordinator = coordinator
+        let copy = try #require(try writer.existingObject(with: mood.objectID) as? TQMood)
+        copy.rating = 1
+        try writer.save()
+        let rating = track { _ = mood.rating }
+        let name = track { _ = mood.name }
+        let request = try FetchRequest<TQMood>(predicate: #Predicate { $0.name == "Sunny" })
+        request.shouldRefreshRefetchedObjects = true
+        _ = try context.fetch(request)
+        #expect(mood.rating == 1)
+        #expect(rating.count == 1)
+        #expect(name.count == 0)
+    }
+
     @Test func changedKeysStream() async throws {
         let (_, context, mood) = try stack()
         let changes = mood.changedKeys()

@@ -44,6 +44,11 @@ struct TypedKeyPathTests {
         }
     }
 
+    @Test func aStringsCountIsAnError() throws {
+        // Swift counts characters; Core Data's length: counts UTF-16 units.
+        #expect(throws: TypedPredicateError.self) { try CorePredicate(#Predicate<TQMood> { $0.name.count > 3 }) }
+    }
+
     @Test func predicateFormatPrintsTheCoreDataEquivalent() throws {
         let p = try CorePredicate(#Predicate<TQMood> { $0.rating > 3 && $0.name.contains("a") })
         #expect(p.predicateFormat == #"rating > 3 AND name CONTAINS "a""#)

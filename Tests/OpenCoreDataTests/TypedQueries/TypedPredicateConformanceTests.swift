@@ -171,7 +171,10 @@ struct TypedDataSet {
             TypedCase(label: "closed range", typed: #Predicate { (2...4).contains($0.rating) }, format: "rating BETWEEN {2, 4}"),
             TypedCase(label: "captured range", typed: #Predicate { band.contains($0.score) },
                       format: "score >= 0.5 AND score < 2.5"),
-            TypedCase(label: "string count", typed: #Predicate { $0.name.count > 5 }, format: nil),
+            TypedCase(label: "string is empty", typed: #Predicate { !$0.name.isEmpty }, format: "NOT name == ''"),
+            TypedCase(label: "flat map to a value",
+                      typed: #Predicate { ($0.country.flatMap { $0.code > 200 ? "big" : "small" } ?? "none") == "small" },
+                      format: nil),
             TypedCase(label: "forced unwrap", typed: #Predicate { $0.note != nil && $0.note!.contains("o") }, format: nil),
         ]
     }
