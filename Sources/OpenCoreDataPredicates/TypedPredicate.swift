@@ -686,20 +686,6 @@ extension PredicateExpressions.CollectionIndexSubscript: TypedPredicateNode {
 
 // MARK: Ranges
 
-extension PredicateExpressions.Range: TypedPredicateNode {
-    func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
-        throw TypedPredicateError.unsupportedExpression(
-            TypedPredicateTranslator.typeName(of: self), "a range outside contains(_:)")
-    }
-}
-
-extension PredicateExpressions.ClosedRange: TypedPredicateNode {
-    func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
-        throw TypedPredicateError.unsupportedExpression(
-            TypedPredicateTranslator.typeName(of: self), "a range outside contains(_:)")
-    }
-}
-
 extension PredicateExpressions.RangeExpressionContains: TypedPredicateNode {
     func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] { throw notAValue() }
     func typedPredicate(in translator: inout TypedPredicateTranslator) throws -> CorePredicate {
@@ -720,9 +706,17 @@ extension PredicateExpressions.RangeExpressionContains: TypedPredicateNode {
     }
 }
 
-/// A range written in the predicate: its bounds.
-protocol TypedRangeNode {
+/// A range written in the predicate: its bounds. A range has no value of its own
+/// in Core Data's language; it translates inside `contains(_:)` only.
+protocol TypedRangeNode: TypedPredicateNode {
     func bounds(in translator: inout TypedPredicateTranslator) throws -> ([TypedBranch], [TypedBranch], Bool)
+}
+
+extension TypedRangeNode {
+    func typedValue(in translator: inout TypedPredicateTranslator) throws -> [TypedBranch] {
+        throw TypedPredicateError.unsupportedExpression(
+            TypedPredicateTranslator.typeName(of: self), "a range outside contains(_:)")
+    }
 }
 
 extension PredicateExpressions.Range: TypedRangeNode {

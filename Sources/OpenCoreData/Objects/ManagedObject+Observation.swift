@@ -65,29 +65,25 @@ struct ObservedPropertyKey: Hashable, Sendable {
 /// One key path per property name, made once (a key path with a subscript
 /// argument is an allocation).
 enum ObservedKeyPaths {
-    final class Box: @unchecked Sendable {
-        // @unchecked Sendable: key paths are immutable objects Swift does not mark
-        // Sendable; the box is never changed after init.
-        let keyPath: KeyPath<ManagedObject, Int>
-        init(_ keyPath: KeyPath<ManagedObject, Int>) { self.keyPath = keyPath }
-    }
+    /// A key path with a `Sendable` index is `Sendable` itself.
+    typealias ObservedKeyPath = KeyPath<ManagedObject, Int> & Sendable
 
-    private static let cache = Lock<[String: Box]>([:])
+    private static let cache = Lock<[String: ObservedKeyPath]>([:])
 
-    static func keyPath(for key: String) -> KeyPath<ManagedObject, Int> {
-        if let box = cache.withLock({ $0[key] }) { return box.keyPath }
-        let box = Box(\ManagedObject.[observedProperty: ObservedPropertyKey(name: key)])
+    static func keyPath(for key: String) -> ObservedKeyPath {
+        if let keyPath = cache.withLock({ $0[key] }) { return keyPath }
+        let keyPath: ObservedKeyPath = \ManagedObject.[observedProperty: ObservedPropertyKey(name: key)]
         cache.withLock { cache in
-            if cache[key] == nil { cache[key] = box }
+            if cache[key] == nil { cache[key] = keyPath }
         }
-        return box.keyPath
+        return keyPath
     }
 }
 
 /// An object's Observation registrar and its `changedKeys()` streams.
-final class ObjectObservation: @unchecked Sendable {
-    // @unchecked Sendable: `registrar` is Sendable; the continuations are reached
-    // only under `streams`' lock (a stream's termination runs on any thread).
+final class ObjectObservation: Sendable {
+    // The continuations are reached only under `streams`' lock (a stream's
+    // termination runs on any thread).
     let registrar = ObservationRegistrar()
     private let streams = Lock<Streams>(Streams())
 

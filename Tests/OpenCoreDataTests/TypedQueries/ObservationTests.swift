@@ -1,25 +1,21 @@
 import Foundation
 import Observation
+import Synchronization
 import Testing
 import OpenCoreData
 import OpenCoreDataPredicates
 
 /// Counts Observation's change callbacks (they are `@Sendable`).
-final class ChangeCounter: @unchecked Sendable {
-    // @unchecked Sendable: `value` is reached only under `lock`.
-    private let lock = NSLock()
-    private var value = 0
-    func increment() { lock.lock(); value += 1; lock.unlock() }
-    var count: Int { lock.lock(); defer { lock.unlock() }; return value }
+final class ChangeCounter: Sendable {
+    private let value = Mutex(0)
+    func increment() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
 }
 
 @Suite("Managed objects in Swift's Observation")
 struct ObservationTests {
     func stack() throws -> (PersistentStoreCoordinator, ManagedObjectContext, TQMood) {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TypedPredicateConformanceTests.model())
-        try coordinator.addPersistentStore(type: .sqlite, at: try TestScratch.folder("observe").appendingPathComponent("o.sqlite"))
-        let context = ManagedObjectContext(concurrencyType: .mainQueue)
-        context.persistentStoreCoordinator = coordinator
+        let (coordinator, context) = try TypedDataSet.sqliteStack("observe")
         let mood = TQMood(context: context)
         mood.name = "Sunny"
         mood.date = Date(timeIntervalSinceReferenceDate: 0)

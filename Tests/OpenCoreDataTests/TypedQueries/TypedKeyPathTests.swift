@@ -69,12 +69,7 @@ struct TypedKeyPathTests {
     }
 
     @Test func requestsTakeKeyPaths() throws {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TypedPredicateConformanceTests.model())
-        try coordinator.addPersistentStore(type: .sqlite, at: try TestScratch.folder("typed-kp").appendingPathComponent("t.sqlite"))
-        let context = ManagedObjectContext(concurrencyType: .mainQueue)
-        context.persistentStoreCoordinator = coordinator
-        _ = TypedDataSet.populate(context)
-        try context.save()
+        let context = try TypedDataSet.populatedContext("typed-kp").context
 
         let request = try FetchRequest<TQMood>(predicate: #Predicate { $0.rating >= 3 },
                                                sortBy: [SortDescriptor(\.rating, order: .reverse), SortDescriptor(\.name)])
@@ -124,12 +119,7 @@ struct TypedKeyPathTests {
 @Suite struct TypedQueriesArticleTests {
     @Test("Predicates.md, Typed queries: a request, the helpers, the key-path options")
     func typedQueriesSection() throws {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TypedPredicateConformanceTests.model())
-        try coordinator.addPersistentStore(type: .sqlite, at: try TestScratch.folder("typed-doc").appendingPathComponent("t.sqlite"))
-        let context = ManagedObjectContext(concurrencyType: .mainQueue)
-        context.persistentStoreCoordinator = coordinator
-        _ = TypedDataSet.populate(context)
-        try context.save()
+        let context = try TypedDataSet.populatedContext("typed-doc").context
 
         let cutoff = Date(timeIntervalSinceReferenceDate: 500_000_000)
         let request = try FetchRequest<TQMood>(

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import OpenCoreData
 import OpenCoreDataPredicates
+import Synchronization
 
 // The conformance table of typed queries: each `#Predicate` is paired with its
 // format-string equivalent, and every pair selects the same objects on the SQLite
@@ -51,9 +52,7 @@ class TQDerived: TQBase {
 /// A subclass without `@ManagedEntity` inherits the key paths of its superclass.
 final class TQPlainDerived: TQDerived {}
 
-struct TypedCase: @unchecked Sendable {
-    // @unchecked Sendable: Foundation's Predicate over a non-Sendable class is not
-    // Sendable; the cases are made and used on one test's thread.
+struct TypedCase {
     var label: String
     var typed: Predicate<TQMood>
     /// The format-string equivalent, with its arguments; nil when only Swift's
@@ -68,6 +67,24 @@ struct TypedDataSet {
     static let knownUUID = UUID(uuidString: "11111111-2222-3333-4444-555555555555")!
     static let knownURL = URL(string: "https://example.com/a")!
     static let knownData = Data([1, 2, 3])
+
+    /// A coordinator with a new SQLite store of the typed-query model, in a scratch
+    /// folder, and a main-queue context on it.
+    static func sqliteStack(_ folder: String) throws -> (PersistentStoreCoordinator, ManagedObjectContext) {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TypedPredicateConformanceTests.model())
+        try coordinator.addPersistentStore(type: .sqlite, at: try TestScratch.folder(folder).appendingPathComponent("t.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .mainQueue)
+        context.persistentStoreCoordinator = coordinator
+        return (coordinator, context)
+    }
+
+    /// ``sqliteStack(_:)`` with the data set saved in it.
+    static func populatedContext(_ folder: String) throws -> (context: ManagedObjectContext, france: TQCountry, work: TQTag, first: TQMood) {
+        let (_, context) = try sqliteStack(folder)
+        let (france, work, first) = populate(context)
+        try context.save()
+        return (context, france, work, first)
+    }
 
     static func populate(_ context: ManagedObjectContext) -> (france: TQCountry, work: TQTag, first: TQMood) {
         let france = TQCountry(context: context); france.name = "France"; france.code = 250
@@ -233,12 +250,7 @@ struct TypedPredicateConformanceTests {
 
     @Test("Each typed predicate is one SQL statement with bound values")
     func oneStatementWithBoundValues() throws {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        try coordinator.addPersistentStore(type: .sqlite, at: try TestScratch.folder("typed-sql").appendingPathComponent("t.sqlite"))
-        let context = ManagedObjectContext(concurrencyType: .mainQueue)
-        context.persistentStoreCoordinator = coordinator
-        let (france, work, first) = TypedDataSet.populate(context)
-        try context.save()
+        let (context, france, work, first) = try TypedDataSet.populatedContext("typed-sql")
         for testCase in TypedDataSet.cases(france: france, work: work, first: first) {
             let request = try FetchRequest<TQMood>(predicate: testCase.typed)
             request.resultType = .managedObjectID
@@ -295,11 +307,8 @@ struct TypedPredicateConformanceTests {
 }
 
 /// Collects lines from another thread.
-final class TypedLineCollector: @unchecked Sendable {
-    // @unchecked Sendable: `values` is reached only under `lock`.
-    private let lock = NSLock()
-    private var stored: [String] = []
-    init() {}
-    func append(_ line: String) { lock.lock(); stored.append(line); lock.unlock() }
-    var values: [String] { lock.lock(); defer { lock.unlock() }; return stored }
+final class TypedLineCollector: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var values: [String] { lines.withLock { $0 } }
 }
