@@ -139,3 +139,56 @@ struct TypedKeyPathTests {
         #expect(request.relationshipKeyPathsForPrefetching == ["country"])
     }
 }
+
+/// Typed faces of the Moody app's entities, for typed predicates over its real
+/// stores (no object of these classes is made: the stores' models name other
+/// classes).
+@ManagedEntity("Mood")
+final class FixtureMood: ManagedObject {
+    @Managed var date: Date
+    @Managed(inverse: "moods") var country: FixtureCountry?
+}
+
+@ManagedEntity("Country")
+final class FixtureCountry: ManagedObject {
+    @Managed var numericISO3166Code: Int16
+    @Managed(inverse: "country") var moods: Set<FixtureMood>
+}
+
+@Suite struct TypedQueriesOnRealStoresTests {
+    /// Every Moody store Core Data wrote (five model versions): a typed predicate
+    /// and a typed sort give what their format-string equivalents give.
+    @Test(arguments: ["Moody.moody", "Moody 2.moody", "Moody 3.moody", "Moody 4.moody", "Moody 5.moody"])
+    func moodyStores(_ name: String) throws {
+        let url = try Fixtures.copyStore("objcio+core-data/Migrations/MigrationsTests/" + name)
+        let model = try SQLiteStore.storedModel(at: url)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: [SQLiteStore.Option.readOnly: "1"])
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            func fetch(_ predicate: CorePredicate?, _ sort: [CoreSortDescriptor]) throws -> [ManagedObjectID] {
+                let request = FetchRequest<ManagedObject>(entityName: "Mood")
+                request.predicate = predicate
+                request.sortDescriptors = sort
+                return try context.fetch(request).map(\.objectID)
+            }
+            let typedSort = [try CoreSortDescriptor(SortDescriptor(\FixtureMood.date, order: .reverse))]
+            let formatSort = [CoreSortDescriptor(key: "date", ascending: false)]
+            let all = try fetch(nil, formatSort)
+            #expect(!all.isEmpty, "\(name)")
+            #expect(try fetch(nil, typedSort) == all)
+            let south = try fetch(try CorePredicate(#Predicate<FixtureMood> { $0.country?.numericISO3166Code == 710 }), typedSort)
+            #expect(south == (try fetch(try CorePredicate(format: "country.numericISO3166Code == 710"), formatSort)))
+            let cutoff = Date(timeIntervalSinceReferenceDate: 0)
+            let recent = try fetch(try CorePredicate(#Predicate<FixtureMood> { $0.date > cutoff && $0.country != nil }), typedSort)
+            #expect(recent == (try fetch(try CorePredicate(format: "date > %@ AND country != nil", cutoff), formatSort)))
+            let crowded = FetchRequest<ManagedObject>(entityName: "Country")
+            crowded.predicate = try CorePredicate(#Predicate<FixtureCountry> { $0.moods.count >= 1 })
+            let viaFormat = FetchRequest<ManagedObject>(entityName: "Country")
+            viaFormat.predicate = try CorePredicate(format: "moods.@count >= 1")
+            #expect(try context.fetch(crowded).map(\.objectID).sorted { $0.uriString < $1.uriString }
+                == context.fetch(viaFormat).map(\.objectID).sorted { $0.uriString < $1.uriString })
+        }
+    }
+}
