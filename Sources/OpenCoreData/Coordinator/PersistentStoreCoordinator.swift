@@ -102,7 +102,12 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   an invalid option; ``CoreDataError/Code/persistentStoreInvalidType``
     ///   (134000) for an unknown type;
     ///   ``CoreDataError/Code/persistentStoreIncompatibleVersionHash`` (134100)
-    ///   when the store was made with another model;
+    ///   when the store was made with another model and
+    ///   `NSMigratePersistentStoresAutomaticallyOption` is not "1"; with it, the
+    ///   migration's errors: 134130 (no source model: neither the versions of the
+    ///   model's bundle nor the store's model cache match the store), 134140 (no
+    ///   mapping: inference is off, `NSInferMappingModelAutomaticallyOption`, or
+    ///   impossible), 134110 (the migration failed; the store is unchanged);
     ///   ``CoreDataError/Code/persistentStoreIncompatibleSchema`` (134020) when
     ///   its tables do not match the model; a file error (256-260) or
     ///   ``CoreDataError/Code/sqlite`` (134180) when the file cannot be read.
@@ -120,6 +125,14 @@ public final class PersistentStoreCoordinator: Sendable {
         case .sqlite:
             guard let url else {
                 throw CoreDataError(.persistentStoreOpen, "A SQLite store needs a file URL")
+            }
+            // Core Data's automatic migration (NSMigratePersistentStoresAutomaticallyOption;
+            // PersistentStoreDescription turns it on by default).
+            if SQLiteStore.Option.isOn(options[PersistentStoreDescription.OptionKey.migrateAutomatically]),
+               !SQLiteStore.Option.isOn(options[PersistentStoreDescription.OptionKey.readOnly]) {
+                try StoreMigrator.migrateIfNeeded(
+                    storeAt: url, to: managedObjectModel, configurationName: configuration,
+                    infers: SQLiteStore.Option.isOn(options[PersistentStoreDescription.OptionKey.inferMappingModelAutomatically]))
             }
             store = try SQLiteStore(url: url, model: managedObjectModel, configurationName: configuration, options: options)
         default:

@@ -51,6 +51,13 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// Composite types declared at model level (Xcode's "Composite Attributes").
     public var composites: [String: CompositeAttributeDescription] = [:] { willSet { checkEditable("composites") } }
 
+    /// The versioned bundle (`.xcdatamodeld` or `.momd`) the model was loaded
+    /// from with ``init(contentsOf:)``, nil otherwise. When a store written by an
+    /// older version is opened with automatic migration, its source model is
+    /// looked up among this bundle's versions (as Core Data looks in the app's
+    /// bundles), then in the store's own model cache.
+    public internal(set) var versionBundleURL: URL?
+
     private var frozen = false
     private var frozenEntitiesByName: [String: EntityDescription]?
 

@@ -135,6 +135,7 @@ extension ManagedObjectModel {
             let loaded = try CompiledModelBundle(contentsOf: url).currentModel()
             self.init()
             adopt(loaded)
+            if ext == "momd" { versionBundleURL = url }
             return
         }
         guard ext == "xcdatamodeld" || ext == "xcdatamodel" || url.lastPathComponent == "contents" else {
@@ -146,6 +147,7 @@ extension ManagedObjectModel {
         let loaded = try XcodeDataModel(contentsOf: url).currentModel()
         self.init()
         adopt(loaded)
+        if ext == "xcdatamodeld" { versionBundleURL = url }
     }
 
     /// Takes over the content of a freshly loaded model that nothing else uses.

@@ -202,7 +202,11 @@ public final class SQLiteStore: PersistentStore {
         let isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true"
         self.transformers = transformers
         let exists = FileManager.default.fileExists(atPath: url.path)
-        if !exists {
+        if exists {
+            // Refused before any connection that could write (and checkpoint on close) opens.
+            let metadata = try SQLiteStoreMetadata.read(at: url)
+            try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
+        } else {
             if isReadOnly {
                 throw CoreDataError(.persistentStoreOpen, "No store at \(url.path) to open read-only", url: url)
             }

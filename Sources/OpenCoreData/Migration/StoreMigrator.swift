@@ -1,0 +1,194 @@
+import Foundation
+import GRDB
+
+/// Migrates SQLite store files, safely: the store is either migrated or left
+/// exactly as it was.
+///
+/// ```swift
+/// let versions = try ModelVersionBundle(contentsOf: URL(fileURLWithPath: "Model.xcdatamodeld"))
+/// let plan = try MigrationPlan.progressive(storeAt: storeURL, versions: versions)
+/// try StoreMigrator.migrateStore(at: storeURL, plan: plan)
+/// ```
+///
+/// How a migration keeps the store safe:
+/// 1. The store is copied, with SQLite's backup API, from a read-only connection
+///    into a sibling file `.<name>.migrationdestination_41b5a6b5c6e848c462a8480cd24caef3`
+///    (Core Data's name): committed changes that sit only in `-wal` are part of
+///    the copy, and neither the store nor its `-wal` is written.
+/// 2. Each step runs on the copy in one transaction.
+/// 3. Only when every step succeeded, the store's `-wal` is checkpointed into it
+///    (its content does not change) and the copy is renamed over the store, one
+///    atomic `rename`. A failure or a crash before that leaves the store, and any
+///    leftover copy is removed by the next migration.
+public enum StoreMigrator {
+    /// The suffix of the sibling file a migration works on (Core Data's).
+    static let destinationSuffix = ".migrationdestination_41b5a6b5c6e848c462a8480cd24caef3"
+
+    /// What a migration did.
+    public struct Report: Sendable {
+        /// Per step: the destination tables built anew.
+        public var rebuiltTables: [[String]] = []
+        /// Per step: the destination tables left as they were.
+        public var keptTables: [[String]] = []
+        /// Every SQL statement run, in order.
+        public var statements: [String] = []
+    }
+
+    /// Runs `plan` on the SQLite store at `url`, in place.
+    ///
+    /// - Parameters:
+    ///   - url: The store.
+    ///   - plan: The steps to take; every one must run in place
+    ///     (``MigrationPlan/Step/runsInPlace``).
+    ///   - configurationName: The configuration the store holds.
+    /// - Returns: What was done.
+    /// - Throws: ``CoreDataError/Code/migration`` (134110) "Cannot migrate store
+    ///   in-place: ..." naming the step and what failed (a mandatory attribute
+    ///   without values, a step that needs a migration through objects);
+    ///   ``CoreDataError/Code/migrationConstraintViolation`` (134111) when the
+    ///   migrated rows break a uniqueness constraint. The store is unchanged.
+    @discardableResult
+    public static func migrateStore(at url: URL, plan: MigrationPlan, configurationName: String? = nil) throws -> Report {
+        var report = Report()
+        guard !plan.isEmpty else { return report }
+        if let step = plan.steps.first(where: { !$0.runsInPlace }) {
+            throw CoreDataError(.migration,
+                                "Cannot migrate store in-place: step \(step) needs a migration through objects (MigrationManager), which SQLite in-place migration does not do",
+                                url: url)
+        }
+        let fileManager = FileManager.default
+        guard fileManager.fileExists(atPath: url.path) else {
+            throw CoreDataError(.fileReadNoSuchFile, "No store file at \(url.path)", url: url)
+        }
+        let copy = url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + destinationSuffix)
+        func removeCopy() {
+            for suffix in ["", "-wal", "-shm", "-journal"] { try? fileManager.removeItem(atPath: copy.path + suffix) }
+        }
+        removeCopy()
+        let started = DispatchTime.now().uptimeNanoseconds
+        do {
+            // 1. The copy.
+            var readOnly = Configuration()
+            readOnly.readonly = true
+            readOnly.label = "OpenCoreData.StoreMigrator.source"
+            let sourceQueue = try DatabaseQueue(path: url.path, configuration: readOnly)
+            var writable = Configuration()
+            writable.label = "OpenCoreData.StoreMigrator.destination"
+            let copyQueue = try DatabaseQueue(path: copy.path, configuration: writable)
+            do {
+                try sourceQueue.backup(to: copyQueue)
+                try sourceQueue.close()
+                // 2. The steps.
+                for (index, step) in plan.steps.enumerated() {
+                    if MigrationDebug.level > 0 { MigrationDebug.log("step \(index + 1)/\(plan.steps.count): \(step)") }
+                    let migration = SQLiteInPlaceMigration(sourceModel: step.sourceModel, destinationModel: step.destinationModel,
+                                                           mapping: step.mappingModel, configurationName: configurationName)
+                    let stepReport = try copyQueue.writeWithoutTransaction { db -> SQLiteInPlaceMigration.Report in
+                        SQLiteFunctions.registerFunctions(db)
+                        var result = SQLiteInPlaceMigration.Report()
+                        do {
+                            try db.inTransaction {
+                                result = try migration.run(db)
+                                return .commit
+                            }
+                        } catch let error as CoreDataError {
+                            var named = error
+                            named.message = "step \(step.sourceVersion) -> \(step.destinationVersion): " + error.message
+                            throw named
+                        }
+                        return result
+                    }
+                    report.rebuiltTables.append(stepReport.rebuiltTables)
+                    report.keptTables.append(stepReport.keptTables)
+                    report.statements += stepReport.statements
+                }
+                try copyQueue.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA incremental_vacuum")
+                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                }
+                try copyQueue.close()
+            } catch {
+                try? sourceQueue.close()
+                try? copyQueue.close()
+                throw error
+            }
+            // 3. The swap: the store's -wal goes into the store (same content), then
+            // the copy replaces the store in one rename.
+            let storeQueue = try DatabaseQueue(path: url.path)
+            try storeQueue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            try storeQueue.close()
+            for suffix in ["-wal", "-shm", "-journal"] where fileManager.fileExists(atPath: url.path + suffix) {
+                // A -wal left after the checkpoint is empty; none may outlive the swap.
+                try fileManager.removeItem(atPath: url.path + suffix)
+            }
+            guard rename(copy.path, url.path) == 0 else {
+                throw CoreDataError(.fileWriteUnknown, "Cannot replace \(url.path) with the migrated store: \(String(cString: strerror(errno)))", url: url)
+            }
+            removeCopy()
+        } catch var error as CoreDataError {
+            removeCopy()
+            if error.url == nil { error.url = url }
+            throw error
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            removeCopy()
+            throw CoreDataError(.migrationConstraintViolation, "Cannot migrate store in-place: \(error.message ?? "a constraint is violated")", url: url)
+        } catch {
+            removeCopy()
+            let underlying = SQLiteStoreErrors.coreDataError(error, url: url, doing: "migrating the store")
+            throw CoreDataError(.migration, "Cannot migrate store in-place: \(underlying.message)", url: url, underlyingErrors: [underlying])
+        }
+        if MigrationDebug.level > 0 {
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            MigrationDebug.log(String(format: "in-place migration completed successfully in %2.2f seconds", seconds))
+        }
+        return report
+    }
+
+    /// The model that wrote a store: among `candidates` (in order) the first whose
+    /// entity version hashes match the store's metadata, else the model in the
+    /// store's `Z_MODELCACHE` when its hashes match.
+    ///
+    /// - Parameters:
+    ///   - url: The store.
+    ///   - metadata: Its metadata.
+    ///   - candidates: Models to try, by name (a bundle's versions).
+    ///   - configurationName: The configuration the store holds.
+    /// - Returns: The model and its name (`"the store's model cache"` for the cached one).
+    /// - Throws: ``CoreDataError/Code/migrationMissingSourceModel`` (134130) when
+    ///   none matches.
+    public static func sourceModel(forStoreAt url: URL, metadata: [String: Any], candidates: [(name: String, model: ManagedObjectModel)],
+                                   configurationName: String? = nil) throws -> (name: String, model: ManagedObjectModel) {
+        for candidate in candidates where candidate.model.isConfiguration(withName: configurationName, compatibleWithStoreMetadata: metadata) {
+            return candidate
+        }
+        if let cached = try? SQLiteStore.storedModel(at: url),
+           cached.isConfiguration(withName: configurationName, compatibleWithStoreMetadata: metadata) {
+            return ("the store's model cache", cached)
+        }
+        throw CoreDataError(.migrationMissingSourceModel,
+                            "Persistent store migration failed, missing source managed object model: no model matches the entity version hashes of the store at \(url.path)",
+                            url: url)
+    }
+
+    /// Core Data's automatic migration when a store is added: when the store at
+    /// `url` was written by another model, find its model (the versions of
+    /// `model`'s bundle, then the store's model cache), a mapping (inferred when
+    /// `infers`), and migrate in place.
+    static func migrateIfNeeded(storeAt url: URL, to model: ManagedObjectModel, configurationName: String?, infers: Bool) throws {
+        guard FileManager.default.fileExists(atPath: url.path) else { return }
+        let metadata = try SQLiteStoreMetadata.read(at: url)
+        if model.isConfiguration(withName: configurationName, compatibleWithStoreMetadata: metadata) { return }
+        // A store with no metadata hashes (not a Core Data store) is left to the store to refuse.
+        guard metadata[SQLiteStoreMetadata.versionHashesKey] != nil else { return }
+        var candidates: [(name: String, model: ManagedObjectModel)] = []
+        if let bundleURL = model.versionBundleURL, let versions = try? ModelVersionBundle(contentsOf: bundleURL) {
+            for name in versions.versionNames.reversed() {
+                if let version = try? versions.model(forVersion: name) { candidates.append((name, version)) }
+            }
+        }
+        let source = try sourceModel(forStoreAt: url, metadata: metadata, candidates: candidates, configurationName: configurationName)
+        let plan = try MigrationPlan.direct(storeMetadata: metadata, sourceModel: source, destinationModel: ("the current model", model),
+                                            infersMappingModel: infers, configurationName: configurationName)
+        try migrateStore(at: url, plan: plan, configurationName: configurationName)
+    }
+}
