@@ -150,8 +150,12 @@ extension EvaluatedValue {
             return .collection(EvaluatedValue.distinct(try valuesAtRest(elements).filter { !$0.isNull }), isOrdered: true)
         case "@unionOfArrays", "@distinctUnionOfArrays", "@distinctUnionOfSets":
             var flattened: [EvaluatedValue] = []
+            // As Foundation: the rest of the key path is read from each element
+            // (an inner collection maps it over its members), and the collections
+            // it gives are flattened (`countries.@distinctUnionOfSets.moods`).
             for element in elements {
-                flattened += try valuesAtRest(try element.members(for: name)).filter { !$0.isNull }
+                let inner = rest.isEmpty ? element : try element.value(forKeyPath: rest)
+                flattened += try inner.members(for: name).filter { !$0.isNull }
             }
             if name == "@unionOfArrays" { return .collection(flattened, isOrdered: true) }
             return .collection(EvaluatedValue.distinct(flattened), isOrdered: name != "@distinctUnionOfSets")

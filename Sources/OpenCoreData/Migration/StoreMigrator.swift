@@ -34,83 +34,101 @@ public enum StoreMigrator {
         public var statements: [String] = []
     }
 
-    /// Runs `plan` on the SQLite store at `url`, in place.
+    /// Runs `plan` on the SQLite store at `url`: steps that run in place with SQL
+    /// (``MigrationPlan/Step/runsInPlace``) on the working copy, the others through
+    /// a ``MigrationManager`` into a new file that becomes the working copy.
     ///
     /// - Parameters:
     ///   - url: The store.
-    ///   - plan: The steps to take; every one must run in place
-    ///     (``MigrationPlan/Step/runsInPlace``).
+    ///   - plan: The steps to take.
     ///   - configurationName: The configuration the store holds.
+    ///   - progress: Called with each step's index and its progress (0 to 1).
     /// - Returns: What was done.
-    /// - Throws: ``CoreDataError/Code/migration`` (134110) "Cannot migrate store
-    ///   in-place: ..." naming the step and what failed (a mandatory attribute
-    ///   without values, a step that needs a migration through objects);
+    /// - Throws: ``CoreDataError/Code/migration`` (134110) naming the step and what
+    ///   failed ("Cannot migrate store in-place: ..." for a mandatory attribute
+    ///   without values); the ``MigrationManager`` errors of a step through objects
+    ///   (134170 for a policy class that is not registered, 134120 when cancelled);
     ///   ``CoreDataError/Code/migrationConstraintViolation`` (134111) when the
     ///   migrated rows break a uniqueness constraint. The store is unchanged.
     @discardableResult
-    public static func migrateStore(at url: URL, plan: MigrationPlan, configurationName: String? = nil) throws -> Report {
+    public static func migrateStore(at url: URL, plan: MigrationPlan, configurationName: String? = nil,
+                                    progress: ((_ step: Int, _ fraction: Float) -> Void)? = nil) throws -> Report {
         var report = Report()
         guard !plan.isEmpty else { return report }
-        if let step = plan.steps.first(where: { !$0.runsInPlace }) {
-            throw CoreDataError(.migration,
-                                "Cannot migrate store in-place: step \(step) needs a migration through objects (MigrationManager), which SQLite in-place migration does not do",
-                                url: url)
-        }
         let fileManager = FileManager.default
         guard fileManager.fileExists(atPath: url.path) else {
             throw CoreDataError(.fileReadNoSuchFile, "No store file at \(url.path)", url: url)
         }
-        let copy = url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + destinationSuffix)
-        func removeCopy() {
-            for suffix in ["", "-wal", "-shm", "-journal"] { try? fileManager.removeItem(atPath: copy.path + suffix) }
+        let folder = url.deletingLastPathComponent()
+        let copy = folder.appendingPathComponent("." + url.lastPathComponent + destinationSuffix)
+        let next = folder.appendingPathComponent("." + url.lastPathComponent + destinationSuffix + "-next")
+        func remove(_ file: URL) {
+            for suffix in ["", "-wal", "-shm", "-journal"] { try? fileManager.removeItem(atPath: file.path + suffix) }
         }
-        removeCopy()
+        func removeCopies() {
+            remove(copy)
+            remove(next)
+        }
+        removeCopies()
         let started = DispatchTime.now().uptimeNanoseconds
         do {
             // 1. The copy.
-            var readOnly = Configuration()
-            readOnly.readonly = true
-            readOnly.label = "OpenCoreData.StoreMigrator.source"
-            let sourceQueue = try DatabaseQueue(path: url.path, configuration: readOnly)
-            var writable = Configuration()
-            writable.label = "OpenCoreData.StoreMigrator.destination"
-            let copyQueue = try DatabaseQueue(path: copy.path, configuration: writable)
             do {
+                var readOnly = Configuration()
+                readOnly.readonly = true
+                readOnly.label = "OpenCoreData.StoreMigrator.source"
+                let sourceQueue = try DatabaseQueue(path: url.path, configuration: readOnly)
+                defer { try? sourceQueue.close() }
+                let copyQueue = try DatabaseQueue(path: copy.path)
+                defer { try? copyQueue.close() }
                 try sourceQueue.backup(to: copyQueue)
-                try sourceQueue.close()
-                // 2. The steps.
-                for (index, step) in plan.steps.enumerated() {
-                    if MigrationDebug.level > 0 { MigrationDebug.log("step \(index + 1)/\(plan.steps.count): \(step)") }
-                    let migration = SQLiteInPlaceMigration(sourceModel: step.sourceModel, destinationModel: step.destinationModel,
-                                                           mapping: step.mappingModel, configurationName: configurationName)
-                    let stepReport = try copyQueue.writeWithoutTransaction { db -> SQLiteInPlaceMigration.Report in
-                        SQLiteFunctions.registerFunctions(db)
-                        var result = SQLiteInPlaceMigration.Report()
-                        do {
+            }
+            // 2. The steps, each on the copy.
+            for (index, step) in plan.steps.enumerated() {
+                if MigrationDebug.level > 0 { MigrationDebug.log("step \(index + 1)/\(plan.steps.count): \(step)") }
+                do {
+                    if step.runsInPlace {
+                        let migration = SQLiteInPlaceMigration(sourceModel: step.sourceModel, destinationModel: step.destinationModel,
+                                                               mapping: step.mappingModel, configurationName: configurationName)
+                        let queue = try DatabaseQueue(path: copy.path)
+                        defer { try? queue.close() }
+                        let stepReport = try queue.writeWithoutTransaction { db -> SQLiteInPlaceMigration.Report in
+                            SQLiteFunctions.registerFunctions(db)
+                            var result = SQLiteInPlaceMigration.Report()
                             try db.inTransaction {
                                 result = try migration.run(db)
                                 return .commit
                             }
-                        } catch let error as CoreDataError {
-                            var named = error
-                            named.message = "step \(step.sourceVersion) -> \(step.destinationVersion): " + error.message
-                            throw named
+                            return result
                         }
-                        return result
+                        report.rebuiltTables.append(stepReport.rebuiltTables)
+                        report.keptTables.append(stepReport.keptTables)
+                        report.statements += stepReport.statements
+                    } else {
+                        let manager = MigrationManager(sourceModel: step.sourceModel, destinationModel: step.destinationModel)
+                        manager.progressHandler = { progress?(index, $0) }
+                        try manager.migrateStore(from: copy, with: step.mappingModel, to: next)
+                        remove(copy)
+                        guard rename(next.path, copy.path) == 0 else {
+                            throw CoreDataError(.fileWriteUnknown, "Cannot rename the migrated store: \(String(cString: strerror(errno)))", url: url)
+                        }
+                        remove(next)
+                        report.rebuiltTables.append([])
+                        report.keptTables.append([])
                     }
-                    report.rebuiltTables.append(stepReport.rebuiltTables)
-                    report.keptTables.append(stepReport.keptTables)
-                    report.statements += stepReport.statements
+                } catch var error as CoreDataError {
+                    error.message = "step \(step.sourceVersion) -> \(step.destinationVersion): " + error.message
+                    throw error
                 }
-                try copyQueue.writeWithoutTransaction { db in
+                progress?(index, 1)
+            }
+            do {
+                let queue = try DatabaseQueue(path: copy.path)
+                defer { try? queue.close() }
+                try queue.writeWithoutTransaction { db in
                     try db.execute(sql: "PRAGMA incremental_vacuum")
                     try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
                 }
-                try copyQueue.close()
-            } catch {
-                try? sourceQueue.close()
-                try? copyQueue.close()
-                throw error
             }
             // 3. The swap: the store's -wal goes into the store (same content), then
             // the copy replaces the store in one rename.
@@ -124,22 +142,22 @@ public enum StoreMigrator {
             guard rename(copy.path, url.path) == 0 else {
                 throw CoreDataError(.fileWriteUnknown, "Cannot replace \(url.path) with the migrated store: \(String(cString: strerror(errno)))", url: url)
             }
-            removeCopy()
+            removeCopies()
         } catch var error as CoreDataError {
-            removeCopy()
+            removeCopies()
             if error.url == nil { error.url = url }
             throw error
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            removeCopy()
+            removeCopies()
             throw CoreDataError(.migrationConstraintViolation, "Cannot migrate store in-place: \(error.message ?? "a constraint is violated")", url: url)
         } catch {
-            removeCopy()
+            removeCopies()
             let underlying = SQLiteStoreErrors.coreDataError(error, url: url, doing: "migrating the store")
             throw CoreDataError(.migration, "Cannot migrate store in-place: \(underlying.message)", url: url, underlyingErrors: [underlying])
         }
         if MigrationDebug.level > 0 {
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            MigrationDebug.log(String(format: "in-place migration completed successfully in %2.2f seconds", seconds))
+            MigrationDebug.log(String(format: "migration completed successfully in %2.2f seconds", seconds))
         }
         return report
     }

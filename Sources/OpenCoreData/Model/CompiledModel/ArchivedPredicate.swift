@@ -151,6 +151,14 @@ struct ArchivedPredicate {
             }
             return path
         }
+        // A method called on an object (`FUNCTION($manager, "selector:", ...)`), as
+        // migration mapping models write them.
+        if let operand = self.object(object["NSOperand"]),
+           ["NSVariableExpression", "NSKeyPathExpression", "NSFunctionExpression"].contains(operand.className),
+           let operandText = expression(object["NSOperand"], depth: depth + 1) {
+            let quoted = "\"" + selector.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            return "FUNCTION(" + ([operandText, quoted] + argumentTexts).joined(separator: ", ") + ")"
+        }
         let name = selector.hasSuffix(":") ? String(selector.dropLast()) : selector
         if argumentTexts.isEmpty { return name + "()" }
         return name + ":(" + argumentTexts.joined(separator: ", ") + ")"

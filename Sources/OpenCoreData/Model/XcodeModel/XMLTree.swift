@@ -10,6 +10,8 @@ struct XMLElementNode {
     var name: String
     var attributes: [String: String]
     var children: [XMLElementNode]
+    /// The element's own text (character data directly inside it).
+    var text: String = ""
     /// The line the element starts on, for error messages.
     var line: Int
 
@@ -71,6 +73,11 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         } else {
             stack[stack.count - 1].children.append(node)
         }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        guard !stack.isEmpty else { return }
+        stack[stack.count - 1].text += string
     }
 
     func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
