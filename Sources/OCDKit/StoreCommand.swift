@@ -37,7 +37,7 @@ struct StoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Create and inspect SQLite stores in Core Data's format.",
-        subcommands: [Create.self, Info.self, Dump.self, Load.self]
+        subcommands: [Create.self, Info.self, Dump.self, Load.self, Migrate.self]
     )
 
     struct Create: ParsableCommand {
