@@ -207,8 +207,7 @@ open class PersistentContainer: @unchecked Sendable {
             if let url = description.url, description.type == .sqlite {
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             }
-            try persistentStoreCoordinator.addPersistentStore(type: description.type, configuration: description.configuration,
-                                                              at: description.url, options: description.options)
+            try persistentStoreCoordinator.addPersistentStore(with: description)
             return nil
         } catch let error as CoreDataError {
             return error

@@ -52,6 +52,11 @@ public struct PersistentStoreDescription: Sendable, Hashable, CustomStringConver
     /// Whether ``PersistentContainer/loadPersistentStores(completionHandler:)``
     /// opens the store on a background queue and returns at once.
     public var shouldAddStoreAsynchronously = false
+    /// The staged migration to run when the store is added
+    /// (`NSPersistentStoreStagedMigrationManagerOptionKey`); it runs when
+    /// ``shouldMigrateStoreAutomatically`` is on, before Core Data's usual search
+    /// for a source model.
+    public var stagedMigrationManager: StagedMigrationManager?
 
     /// A description of an SQLite store at `url`.
     ///

@@ -143,6 +143,31 @@ public final class PersistentStoreCoordinator: Sendable {
         return store
     }
 
+    /// Adds the store a description describes (`addPersistentStore(with:)`): its
+    /// type, configuration, URL and options, and its staged migration, which runs
+    /// first when the description migrates automatically.
+    ///
+    /// ```swift
+    /// var description = PersistentStoreDescription(url: storeURL)
+    /// description.stagedMigrationManager = try StagedMigrationManager(stages)
+    /// try coordinator.addPersistentStore(with: description)
+    /// ```
+    ///
+    /// - Parameter description: The store's description.
+    /// - Returns: The store, added to ``persistentStores``.
+    /// - Throws: The errors of ``addPersistentStore(type:configuration:at:options:)``;
+    ///   those of the staged migration (134110, 134504 for a model reference that
+    ///   cannot be resolved, 134506 for a stage that would migrate backwards).
+    @discardableResult
+    public func addPersistentStore(with description: PersistentStoreDescription) throws -> any PersistentStore {
+        if let staged = description.stagedMigrationManager, description.type == .sqlite, let url = description.url,
+           description.shouldMigrateStoreAutomatically, !description.isReadOnly, FileManager.default.fileExists(atPath: url.path) {
+            try staged.migrate(storeAt: url, to: managedObjectModel, configurationName: description.configuration)
+        }
+        return try addPersistentStore(type: description.type, configuration: description.configuration, at: description.url,
+                                      options: description.options)
+    }
+
     /// Adds a store you created (a custom store).
     ///
     /// - Parameter store: The store to add after the others.

@@ -190,6 +190,13 @@ extension CoreDataError.Code {
     public static let sqlite = Self(rawValue: 134180)
     /// `NSInferredMappingModelError`.
     public static let inferredMappingModel = Self(rawValue: 134190)
+    /// `NSManagedObjectModelReferenceNotFoundError`: a staged migration's model
+    /// reference cannot be resolved.
+    public static let managedObjectModelReferenceNotFound = Self(rawValue: 134504)
+    /// `NSStagedMigrationFrameworkVersionMismatchError`.
+    public static let stagedMigrationFrameworkVersionMismatch = Self(rawValue: 134505)
+    /// `NSStagedMigrationBackwardMigrationError`: a stage would migrate a store backwards.
+    public static let stagedMigrationBackwardMigration = Self(rawValue: 134506)
     /// `NSExternalRecordImportError`.
     public static let externalRecordImport = Self(rawValue: 134200)
     /// `NSPersistentHistoryTokenExpiredError`.
