@@ -350,6 +350,7 @@ struct SQLiteInPlaceMigration {
                                     entityName: check.entity, key: check.attribute)
             }
         }
+        StoreMigrator.faultPoint("in-place")
         let sourceIndexes = source.indexes
         for table in source.tables {
             switch table.kind {
