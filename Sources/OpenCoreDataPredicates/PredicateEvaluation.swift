@@ -39,6 +39,18 @@ extension CoreExpression {
         var evaluator = PredicateEvaluator(variables: substitutionVariables.mapValues { EvaluatedValue(any: $0) })
         return try evaluator.value(of: self, object: EvaluatedValue(any: object))
     }
+
+    /// Evaluates the expression with an object and variables already in their
+    /// evaluated form: no conversion from `Any` (for callers that evaluate many
+    /// times, such as a migration's property mappings).
+    ///
+    /// ```swift
+    /// try CoreExpression(format: "$x + 1").value(of: .null, variables: ["x": .value(.int(41))])   // .value(.int(42))
+    /// ```
+    public func value(of object: EvaluatedValue, variables: [String: EvaluatedValue]) throws -> EvaluatedValue {
+        var evaluator = PredicateEvaluator(variables: variables)
+        return try evaluator.value(of: self, object: object)
+    }
 }
 
 extension Sequence {

@@ -56,5 +56,5 @@ extension Workload {
 
 /// Every workload, in report order. Add a workload: one file in Workloads/, one line here.
 let allWorkloads: [any Workload] = [
-    W1(), W1s(), W1c(), W2(), W2f(), W3(), W3t(), W4a(), W4b(), W5a(), W5b(), W6a(), W6b(), W7(),
+    W1(), W1s(), W1c(), W2(), W2f(), W3(), W3t(), W4a(), W4b(), W5a(), W5b(), W6a(), W6b(), W7(), M1(), M2(),
 ]

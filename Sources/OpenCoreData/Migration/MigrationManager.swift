@@ -207,7 +207,10 @@ open class MigrationManager: KeyValueCoding {
         for (index, entityMapping) in mapping.entityMappings.enumerated() {
             let policy = policies[index]
             currentEntityMapping = entityMapping
-            let made = try associations?.destinationIDs(forMapping: entityMapping.name) ?? []
+            // The default policy with no relationship to set has nothing to do per object.
+            let idle = type(of: policy) == EntityMigrationPolicy.self
+                && !entityMapping.relationshipMappings.contains { $0.valueExpression != nil }
+            let made = idle ? [] : try associations?.destinationIDs(forMapping: entityMapping.name) ?? []
             var done = 0
             for batch in stride(from: 0, to: made.count, by: max(batchSize, 1)) {
                 let ids = Array(made[batch..<min(batch + max(batchSize, 1), made.count)])
@@ -348,10 +351,21 @@ open class MigrationManager: KeyValueCoding {
     ///   property when the expression cannot be evaluated.
     public func evaluate(_ expression: CoreExpression, source: ManagedObject, destination: ManagedObject?,
                          mapping: EntityMapping, property: PropertyMapping) throws -> EvaluatedValue {
-        var variables: [String: Any] = ["source": source, "manager": self, "entityMapping": mapping.name, "propertyMapping": property.name]
-        if let destination { variables["destination"] = destination }
+        // `$source.<key>`, the expression of most properties: read directly.
+        if case .member(.variable("source"), let key) = expression, !key.contains("."), !key.hasPrefix("@") {
+            do {
+                return EvaluatedValue(any: try source.checkedValue(forKey: key))
+            } catch {
+                throw CoreDataError(.migration, "The value of '\(property.name)' in entity mapping '\(mapping.name)' (\(expression)) cannot be evaluated for \(source.objectID): \(error)",
+                                    entityName: mapping.destinationEntityName, key: property.name)
+            }
+        }
+        var variables: [String: EvaluatedValue] = ["source": .object(source), "manager": .object(self),
+                                                   "entityMapping": .value(.string(mapping.name)),
+                                                   "propertyMapping": .value(.string(property.name))]
+        if let destination { variables["destination"] = .object(destination) }
         do {
-            return try expression.value(with: source, substitutionVariables: variables)
+            return try expression.value(of: .object(source), variables: variables)
         } catch {
             throw CoreDataError(.migration, "The value of '\(property.name)' in entity mapping '\(mapping.name)' (\(expression)) cannot be evaluated for \(source.objectID): \(error)",
                                 entityName: mapping.destinationEntityName, key: property.name)

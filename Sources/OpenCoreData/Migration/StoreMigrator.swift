@@ -203,8 +203,9 @@ public enum StoreMigrator {
 
     /// Core Data's automatic migration when a store is added: when the store at
     /// `url` was written by another model, find its model (the versions of
-    /// `model`'s bundle, then the store's model cache), a mapping (inferred when
-    /// `infers`), and migrate in place.
+    /// `model`'s bundle, then the store's model cache), a mapping (an
+    /// `.xcmappingmodel` beside the bundle made for the two versions, else inferred
+    /// when `infers`), and migrate.
     static func migrateIfNeeded(storeAt url: URL, to model: ManagedObjectModel, configurationName: String?, infers: Bool) throws {
         guard FileManager.default.fileExists(atPath: url.path) else { return }
         let metadata = try SQLiteStoreMetadata.read(at: url)
@@ -212,14 +213,24 @@ public enum StoreMigrator {
         // A store with no metadata hashes (not a Core Data store) is left to the store to refuse.
         guard metadata[SQLiteStoreMetadata.versionHashesKey] != nil else { return }
         var candidates: [(name: String, model: ManagedObjectModel)] = []
+        var mappingModels: [(name: String, model: MappingModel)] = []
         if let bundleURL = model.versionBundleURL, let versions = try? ModelVersionBundle(contentsOf: bundleURL) {
             for name in versions.versionNames.reversed() {
                 if let version = try? versions.model(forVersion: name) { candidates.append((name, version)) }
             }
+            // Mapping models beside the bundle (as Core Data finds them in the app's
+            // bundle): one made for the store's version and this model wins over inference.
+            let folder = bundleURL.deletingLastPathComponent()
+            let siblings = (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []
+            for file in siblings.sorted(by: { $0.path < $1.path }) where file.pathExtension == "xcmappingmodel" {
+                if let mapping = try? MappingModel(contentsOf: file, versions: versions) {
+                    mappingModels.append((file.deletingPathExtension().lastPathComponent, mapping))
+                }
+            }
         }
         let source = try sourceModel(forStoreAt: url, metadata: metadata, candidates: candidates, configurationName: configurationName)
         let plan = try MigrationPlan.direct(storeMetadata: metadata, sourceModel: source, destinationModel: ("the current model", model),
-                                            infersMappingModel: infers, configurationName: configurationName)
+                                            mappingModels: mappingModels, infersMappingModel: infers, configurationName: configurationName)
         try migrateStore(at: url, plan: plan, configurationName: configurationName)
     }
 }

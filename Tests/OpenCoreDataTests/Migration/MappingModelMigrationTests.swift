@@ -194,6 +194,17 @@ final class BookAuthorsPolicy: EntityMigrationPolicy {
         #expect(counters["\(AttributeValue.int(10005))"]?.relationships["moods"]?.count == 1)
     }
 
+    @Test("Adding a store with automatic migration prefers a mapping model beside the model's bundle to inference")
+    func automaticMigrationUsesBundledMappingModel() throws {
+        let url = try Fixtures.copyStore("objcio+core-data/Migrations/MigrationsTests/Moody 5.moody")
+        let model = try ManagedObjectModel(contentsOf: Self.moodyFolder.appendingPathComponent("Moody.xcdatamodeld"))
+        try PersistentStoreCoordinator(managedObjectModel: model).addPersistentStore(
+            type: .sqlite, at: url, options: [PersistentStoreDescription.OptionKey.migrateAutomatically: "1",
+                                              PersistentStoreDescription.OptionKey.inferMappingModelAutomatically: "1"])
+        // Inference would leave Moody 6 without continents; the mapping model's policy makes them.
+        try Self.expectMoody6Data(at: url, model: try Self.moodyVersions().model(forVersion: "Moody 6"))
+    }
+
     @Test("A policy class that is not registered (134170), a failing policy, a cancelled migration (134120): the store is untouched")
     func failuresLeaveTheStore() throws {
         let versions = try Self.moodyVersions()
