@@ -48,6 +48,7 @@ open class MigrationManager: KeyValueCoding {
     public var batchSize = 500
 
     private var contexts: (source: ManagedObjectContext, destination: ManagedObjectContext)?
+    private var sourceStore: (any PersistentStore)?
     private var associations: MigrationAssociations?
     private var cancellation: CoreDataError?
 
@@ -146,11 +147,13 @@ open class MigrationManager: KeyValueCoding {
                                                      sourceStoreIdentifier: sourceStore.identifier)
         self.mappingModel = mapping
         self.contexts = (source, destination)
+        self.sourceStore = sourceStore
         self.associations = associations
         self.cancellation = nil
         self.migrationProgress = 0
         defer {
             self.contexts = nil
+            self.sourceStore = nil
             self.associations = nil
             self.currentEntityMapping = nil
         }
@@ -180,15 +183,19 @@ open class MigrationManager: KeyValueCoding {
                                     entityName: mapping.destinationEntityName ?? mapping.sourceEntityName)
             }
         }
+        let step = max(batchSize, 1)
         // 1. Destination objects.
         for (index, entityMapping) in mapping.entityMappings.enumerated() {
             let policy = policies[index]
             currentEntityMapping = entityMapping
             try failing(policy, entityMapping, "begin") { try policy.begin(entityMapping, with: self) }
-            let sources = try sourceObjectIDs(for: entityMapping)
+            let total = try sourceCount(for: entityMapping)
             var done = 0
-            for batch in stride(from: 0, to: sources.count, by: max(batchSize, 1)) {
-                let ids = Array(sources[batch..<min(batch + max(batchSize, 1), sources.count)])
+            var after: Int64 = 0
+            while true {
+                let ids = try sourceObjectIDs(for: entityMapping, after: after, limit: step)
+                guard let last = ids.last?.primaryKey else { break }
+                after = last
                 for object in try objects(ids, in: sourceContext) {
                     try checkCancelled()
                     try failing(policy, entityMapping, "createDestinationInstances") {
@@ -197,7 +204,7 @@ open class MigrationManager: KeyValueCoding {
                 }
                 try finishBatch()
                 done += ids.count
-                report(stage: 0, mapping: index, fraction: Float(done) / Float(sources.count))
+                report(stage: 0, mapping: index, fraction: Float(done) / Float(max(total, 1)))
             }
             try failing(policy, entityMapping, "endInstanceCreation") { try policy.endInstanceCreation(forMapping: entityMapping, manager: self) }
             try finishBatch()
@@ -210,19 +217,21 @@ open class MigrationManager: KeyValueCoding {
             // The default policy with no relationship to set has nothing to do per object.
             let idle = type(of: policy) == EntityMigrationPolicy.self
                 && !entityMapping.relationshipMappings.contains { $0.valueExpression != nil }
-            let made = idle ? [] : try associations?.destinationIDs(forMapping: entityMapping.name) ?? []
+            let total = idle ? 0 : try associations?.count(forMapping: entityMapping.name) ?? 0
             var done = 0
-            for batch in stride(from: 0, to: made.count, by: max(batchSize, 1)) {
-                let ids = Array(made[batch..<min(batch + max(batchSize, 1), made.count)])
-                for object in try objects(ids, in: destinationContext) {
+            var after: Int64 = 0
+            while !idle, let page = try associations?.destinationIDs(forMapping: entityMapping.name, after: after, limit: step),
+                  let last = page.last {
+                after = last.row
+                for object in try objects(page.map(\.id), in: destinationContext) {
                     try checkCancelled()
                     try failing(policy, entityMapping, "createRelationships") {
                         try policy.createRelationships(forDestination: object, in: entityMapping, manager: self)
                     }
                 }
                 try finishBatch()
-                done += ids.count
-                report(stage: 1, mapping: index, fraction: Float(done) / Float(made.count))
+                done += page.count
+                report(stage: 1, mapping: index, fraction: Float(done) / Float(max(total, 1)))
             }
             try failing(policy, entityMapping, "endRelationshipCreation") { try policy.endRelationshipCreation(forMapping: entityMapping, manager: self) }
             try finishBatch()
@@ -233,11 +242,11 @@ open class MigrationManager: KeyValueCoding {
             let policy = policies[index]
             currentEntityMapping = entityMapping
             try failing(policy, entityMapping, "performCustomValidation") { try policy.performCustomValidation(forMapping: entityMapping, manager: self) }
-            let made = try associations?.destinationIDs(forMapping: entityMapping.name) ?? []
-            for batch in stride(from: 0, to: made.count, by: max(batchSize, 1)) {
+            var after: Int64 = 0
+            while let page = try associations?.destinationIDs(forMapping: entityMapping.name, after: after, limit: step), let last = page.last {
                 try checkCancelled()
-                let ids = Array(made[batch..<min(batch + max(batchSize, 1), made.count)])
-                for object in try objects(ids, in: destinationContext) { try object.validateForInsert() }
+                after = last.row
+                for object in try objects(page.map(\.id), in: destinationContext) { try object.validateForInsert() }
                 destinationContext.refreshAllObjects()
             }
             try failing(policy, entityMapping, "end") { try policy.end(entityMapping, manager: self) }
@@ -264,14 +273,31 @@ open class MigrationManager: KeyValueCoding {
         sourceContext.refreshAllObjects()
     }
 
-    /// The source objects of an entity mapping: every object of its source entity
-    /// (not of its subentities), by primary key.
-    private func sourceObjectIDs(for mapping: EntityMapping) throws -> [ManagedObjectID] {
+    /// How many objects the source entity has (not counting its subentities).
+    private func sourceCount(for mapping: EntityMapping) throws -> Int {
+        guard mapping.mappingType != .add, let name = mapping.sourceEntityName, let entity = sourceModel.entitiesByName[name] else { return 0 }
+        let request = FetchRequest<ManagedObject>(entity: entity)
+        request.includesSubentities = false
+        return try sourceContext.count(for: request)
+    }
+
+    /// The next source objects of an entity mapping, by primary key after `after`:
+    /// objects of its source entity (not of its subentities). On an SQLite store,
+    /// one indexed query per page, so that no list of every object is ever held.
+    private func sourceObjectIDs(for mapping: EntityMapping, after: Int64, limit: Int) throws -> [ManagedObjectID] {
         guard mapping.mappingType != .add, let name = mapping.sourceEntityName, let entity = sourceModel.entitiesByName[name] else { return [] }
+        if let store = sourceStore as? SQLiteStore, let table = store.schema.table(for: entity), let number = store.schema.entityNumber(entity) {
+            let keys = try store.queue.read { db in
+                try Int64.fetchAll(db, sql: "SELECT Z_PK FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_ENT = ? AND Z_PK > ? ORDER BY Z_PK LIMIT ?",
+                                   arguments: [number, after, limit])
+            }
+            return keys.map { ManagedObjectID(entity: entity, storeIdentifier: store.identifier, primaryKey: $0) }
+        }
         let request = FetchRequest<ManagedObjectID>(entity: entity)
         request.resultType = .managedObjectID
         request.includesSubentities = false
-        return try sourceContext.fetch(request).sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        return Array(try sourceContext.fetch(request).filter { ($0.primaryKey ?? 0) > after }
+            .sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }.prefix(limit))
     }
 
     private func objects(_ ids: [ManagedObjectID], in context: ManagedObjectContext) throws -> [ManagedObject] {
@@ -537,6 +563,25 @@ final class MigrationAssociations {
         try queue.write { db in
             let statement = try db.makeStatement(sql: "INSERT INTO assoc (m, se, sp, de, dp) VALUES (?, ?, ?, ?, ?)")
             for row in rows { try statement.execute(arguments: StatementArguments(row)) }
+        }
+    }
+
+    /// How many objects the mapping made.
+    func count(forMapping mapping: String) throws -> Int {
+        guard let number = mappingNumbers[mapping] else { return 0 }
+        return try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assoc WHERE m = ?", arguments: [number]) ?? 0 }
+    }
+
+    /// The next objects the mapping made, in the order they were made, after row `after`.
+    func destinationIDs(forMapping mapping: String, after: Int64, limit: Int) throws -> [(row: Int64, id: ManagedObjectID)] {
+        guard let number = mappingNumbers[mapping] else { return [] }
+        return try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT rowid, de, dp FROM assoc WHERE m = ? AND rowid > ? ORDER BY rowid LIMIT ?",
+                             arguments: [number, after, limit]).compactMap { row in
+                let entity: Int = row[1]
+                guard destinationEntities.indices.contains(entity) else { return nil }
+                return (row[0], ManagedObjectID(entity: destinationEntities[entity], storeIdentifier: destinationStore, primaryKey: row[2]))
+            }
         }
     }
 

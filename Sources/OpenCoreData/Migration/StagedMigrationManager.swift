@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A model version a staged migration refers to: Core Data's
 /// `NSManagedObjectModelReference`, a model and the checksum it must have.
@@ -43,23 +44,27 @@ public struct ManagedObjectModelReference: Sendable {
     }
 }
 
-/// One stage of a staged migration: Core Data's `NSMigrationStage`.
-public class MigrationStage: @unchecked Sendable {
+/// One stage of a staged migration: Core Data's `NSMigrationStage`, adopted by
+/// ``LightweightMigrationStage`` and ``CustomMigrationStage``.
+public protocol MigrationStage: AnyObject, Sendable {
     /// A label for logs.
-    public var label: String?
-    init() {}
+    var label: String? { get set }
 }
 
 /// Versions Core Data migrates between by itself: Core Data's
 /// `NSLightweightMigrationStage`. A run of lightweight stages is one inferred
 /// step, from the store's version to the run's last checksum (Core Data does not
 /// chain them).
-///
-/// `@unchecked Sendable`: its properties are set before the manager that holds it
-/// is made, and only read after.
-public final class LightweightMigrationStage: MigrationStage, @unchecked Sendable {
+public final class LightweightMigrationStage: MigrationStage {
     /// The checksums of the stage's model versions.
     public let versionChecksums: [String]
+    private let labelBox = Mutex<String?>(nil)
+
+    /// A label for logs.
+    public var label: String? {
+        get { labelBox.withLock { $0 } }
+        set { labelBox.withLock { $0 = newValue } }
+    }
 
     /// A stage over the versions with `versionChecksums`.
     ///
@@ -79,18 +84,32 @@ public final class LightweightMigrationStage: MigrationStage, @unchecked Sendabl
 ///     // version 2 makes mandatory.
 /// }
 /// ```
-///
-/// `@unchecked Sendable`: its handlers are set before the manager that holds it is
-/// made, and only read after.
-public final class CustomMigrationStage: MigrationStage, @unchecked Sendable {
+public final class CustomMigrationStage: MigrationStage {
+    /// A handler: the manager (its ``StagedMigrationManager/container`` has the
+    /// store open) and the stage.
+    public typealias Handler = @Sendable (StagedMigrationManager, CustomMigrationStage) throws -> Void
+
     /// The version the stage migrates from.
     public let currentModel: ManagedObjectModelReference
     /// The version it migrates to.
     public let nextModel: ManagedObjectModelReference
+    private let state = Mutex<(label: String?, will: Handler?, did: Handler?)>((nil, nil, nil))
+
+    /// A label for logs.
+    public var label: String? {
+        get { state.withLock { $0.label } }
+        set { state.withLock { $0.label = newValue } }
+    }
     /// Called before the step, the store open at ``currentModel`` in `manager.container`.
-    public var willMigrateHandler: ((StagedMigrationManager, CustomMigrationStage) throws -> Void)?
+    public var willMigrateHandler: Handler? {
+        get { state.withLock { $0.will } }
+        set { state.withLock { $0.will = newValue } }
+    }
     /// Called after the step, the store open at ``nextModel`` in `manager.container`.
-    public var didMigrateHandler: ((StagedMigrationManager, CustomMigrationStage) throws -> Void)?
+    public var didMigrateHandler: Handler? {
+        get { state.withLock { $0.did } }
+        set { state.withLock { $0.did = newValue } }
+    }
 
     /// A stage from `currentModel` to `nextModel`.
     ///
@@ -126,19 +145,20 @@ public final class CustomMigrationStage: MigrationStage, @unchecked Sendable {
 /// inferred step to its last checksum, and each custom stage an inferred step
 /// between its two models with its handlers around it. A store whose version no
 /// stage names, or that a stage would take backwards, is refused.
-public final class StagedMigrationManager: @unchecked Sendable, Hashable {
+public final class StagedMigrationManager: Sendable, Hashable {
     /// The stages, in order.
-    public let stages: [MigrationStage]
+    public let stages: [any MigrationStage]
+    private let containerBox = Mutex<PersistentContainer?>(nil)
     /// During a custom stage's handlers: a container with the store open at the
     /// stage's current (in `willMigrateHandler`) or next (in `didMigrateHandler`) model.
-    public private(set) var container: PersistentContainer?
+    public var container: PersistentContainer? { containerBox.withLock { $0 } }
 
     /// A manager running `stages` in order.
     ///
     /// - Parameter stages: The stages.
     /// - Throws: ``CoreDataError/Code/migration`` (134110) "Duplicate version
     ///   checksums across stages detected." when two stages name one version.
-    public init(_ stages: [MigrationStage]) throws {
+    public init(_ stages: [any MigrationStage]) throws {
         var seen: Set<String> = []
         for stage in stages {
             let checksums: [String]
@@ -272,9 +292,9 @@ public final class StagedMigrationManager: @unchecked Sendable, Hashable {
         let container = PersistentContainer(name: url.deletingPathExtension().lastPathComponent, managedObjectModel: model)
         let coordinator = container.persistentStoreCoordinator
         let store = try coordinator.addPersistentStore(type: .sqlite, configuration: configurationName, at: url)
-        self.container = container
+        containerBox.withLock { $0 = container }
         defer {
-            self.container = nil
+            containerBox.withLock { $0 = nil }
             coordinator.remove(store)
         }
         try body()

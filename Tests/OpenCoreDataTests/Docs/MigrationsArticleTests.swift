@@ -62,7 +62,7 @@ import Testing
         var description = PersistentStoreDescription(url: storeURL)
         // Only custom stages make step boundaries: one per later pair of versions
         // too, so that the renames chained from version to version keep the value.
-        var stages: [MigrationStage] = [custom]
+        var stages: [any MigrationStage] = [custom]
         let names = versions.versionNames
         for index in 1..<(names.count - 1) {
             let from = try versions.model(forVersion: names[index]), to = try versions.model(forVersion: names[index + 1])

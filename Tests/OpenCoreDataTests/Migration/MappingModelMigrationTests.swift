@@ -39,23 +39,43 @@ final class CancellingPolicy: EntityMigrationPolicy {
     }
 }
 
-/// The books example's 1 -> 2 policy, written for these tests: a book's author
-/// name becomes an Author object, one per name.
+/// The books example's book policy, written for these tests from what the
+/// example's `MHWBookToBookPolicy` does, chosen by the mapping's user info
+/// `modelVersion`: for version 2, a book's author name becomes an Author object,
+/// one per name; for version 3, each of the book's users gets a File of the book
+/// with its file URL.
 final class BookAuthorsPolicy: EntityMigrationPolicy {
     override func createDestinationInstances(forSource source: ManagedObject, in mapping: EntityMapping, manager: MigrationManager) throws {
         try super.createDestinationInstances(forSource: source, in: mapping, manager: manager)
-        guard case .string(let name) = source.attributeValue(forKey: "authorName"),
-              let book = manager.destinationInstances(forEntityMappingName: mapping.name, sourceInstances: [source]).first else { return }
-        let request = FetchRequest<ManagedObject>(entityName: "Author")
-        request.predicate = try CorePredicate(format: "name == %@", name)
-        let author = try manager.destinationContext.fetch(request).first ?? {
-            let made = ManagedObject(entity: manager.destinationModel.entitiesByName["Author"]!, insertInto: manager.destinationContext)
-            made.setValue(name, forKey: "name")
-            return made
-        }()
-        book.setValue(Set([author]), forKey: "authors")
+        guard let book = manager.destinationInstances(forEntityMappingName: mapping.name, sourceInstances: [source]).first else { return }
+        switch mapping.userInfo["modelVersion"] {
+        case .string("2"):
+            guard case .string(let name) = source.attributeValue(forKey: "authorName") else { return }
+            let request = FetchRequest<ManagedObject>(entityName: "Author")
+            request.predicate = try CorePredicate(format: "name == %@", name)
+            let author = try manager.destinationContext.fetch(request).first ?? {
+                let made = ManagedObject(entity: manager.destinationModel.entitiesByName["Author"]!, insertInto: manager.destinationContext)
+                made.setValue(name, forKey: "name")
+                return made
+            }()
+            book.setValue(Set([author]), forKey: "authors")
+        case .string("3"):
+            let users = (source.value(forKey: "users") as? Set<ManagedObject>) ?? []
+            for user in users.sorted(by: { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }) {
+                let file = ManagedObject(entity: manager.destinationModel.entitiesByName["File"]!, insertInto: manager.destinationContext)
+                file.setValue(source.value(forKey: "fileURL"), forKey: "fileURL")
+                file.setValue(book, forKey: "book")
+                file.setValue(manager.destinationInstances(forEntityMappingName: "UserToUser", sourceInstances: [user]).first, forKey: "user")
+            }
+        default:
+            return
+        }
     }
 }
+
+/// The example's user policy: in this design the book policy links files and
+/// users, so the default copy is all it does.
+final class UserCopyPolicy: EntityMigrationPolicy {}
 
 @Suite(.serialized) struct MappingModelMigrationTests {
     static let moodyFolder = Fixtures.url("objcio+core-data/Migrations/Migrations")
@@ -64,6 +84,7 @@ final class BookAuthorsPolicy: EntityMigrationPolicy {
     init() {
         EntityMigrationPolicy.register(MoodyCountry5To6Policy.self, forClassName: "Migrations.Country5ToCountry6Policy")
         EntityMigrationPolicy.register(BookAuthorsPolicy.self, forClassName: "MHWBookToBookPolicy")
+        EntityMigrationPolicy.register(UserCopyPolicy.self, forClassName: "MHWUserToUserPolicy")
     }
 
     static func moodyVersions() throws -> ModelVersionBundle {
@@ -255,6 +276,28 @@ final class BookAuthorsPolicy: EntityMigrationPolicy {
         #expect(Set(books.values.compactMap { $0.attributes["title"] }) == Set((before["Book"] ?? [:]).values.compactMap { $0.attributes["title"] }))
         for book in books.values { #expect(book.relationships["authors"]?.count == 1) }
         #expect(after["User"]?.count == before["User"]?.count)
+    }
+
+    @Test("The books example, 1 to 3 with its mapping models: authors from names, one file per book and user")
+    func booksOneToThree() throws {
+        let url = try Fixtures.copyStore("objcio+issue-4-core-data-migration/BookMigration/Model1.sqlite")
+        let versions = try ModelVersionBundle(contentsOf: Self.bookFolder.appendingPathComponent("Model.xcdatamodeld"))
+        let before = try MigrationCheck.objects(at: url, model: try versions.model(forVersion: "Model1"))
+        let mappings = try MappingModel.mappingModels(in: Self.bookFolder, versions: versions).filter { $0.name != "Model2_to_Model3_User" }
+        let plan = try MigrationPlan.progressive(storeAt: url, versions: versions, mappingModels: mappings)
+        #expect(plan.steps.map(\.mappingSource) == [.mappingModel("Model1_to_Model2"), .mappingModel("Model2_to_Model3")])
+        try StoreMigrator.migrateStore(at: url, plan: plan)
+        let after = try MigrationCheck.objects(at: url, model: try versions.model(forVersion: "Model3"))
+        let books = try #require(after["Book"]), users = try #require(after["User"]), files = try #require(after["File"])
+        #expect(books.count == before["Book"]?.count && users.count == before["User"]?.count)
+        let links = (before["Book"] ?? [:]).values.map { $0.relationships["user"]?.count ?? 0 }.reduce(0, +)
+        #expect(files.count == links)
+        for file in files.values {
+            #expect(file.relationships["book"]?.count == 1)
+            #expect(file.relationships["user"]?.count == 1)
+        }
+        #expect(Set(users.values.compactMap { $0.attributes["userId"] }) == Set((before["User"] ?? [:]).values.compactMap { $0.attributes["userId"] }))
+        #expect(after["Author"]?.count == Set((before["Book"] ?? [:]).values.compactMap { $0.attributes["authorName"] }).count)
     }
 
     @Test("The migration manager reports monotonic progress and runs the six hooks in Core Data's order")
