@@ -572,11 +572,13 @@ final class MigrationAssociations {
         return try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assoc WHERE m = ?", arguments: [number]) ?? 0 }
     }
 
-    /// The next objects the mapping made, in the order they were made, after row `after`.
+    /// The next objects the mapping made, in the order they were made, after row
+    /// `after`: a range of the table's rowids (`+m` keeps SQLite from scanning
+    /// the mapping's index from its start for every page).
     func destinationIDs(forMapping mapping: String, after: Int64, limit: Int) throws -> [(row: Int64, id: ManagedObjectID)] {
         guard let number = mappingNumbers[mapping] else { return [] }
         return try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT rowid, de, dp FROM assoc WHERE m = ? AND rowid > ? ORDER BY rowid LIMIT ?",
+            try Row.fetchAll(db, sql: "SELECT rowid, de, dp FROM assoc WHERE +m = ? AND rowid > ? ORDER BY rowid LIMIT ?",
                              arguments: [number, after, limit]).compactMap { row in
                 let entity: Int = row[1]
                 guard destinationEntities.indices.contains(entity) else { return nil }

@@ -7,7 +7,7 @@ import OpenCoreDataPredicates
 ///
 /// Core Data itself never chains versions: opening a store with automatic
 /// migration makes one step, from the store's version straight to the current
-/// model (``direct(storeMetadata:sourceModel:destinationModel:mappingModels:infersMappingModel:)``).
+/// model (``direct(storeMetadata:sourceModel:destinationModel:mappingModels:infersMappingModel:configurationName:)``).
 /// A progressive plan walks every version in between, one step each, as the
 /// Core Data book's progressive migration does: renames chained from version to
 /// version (`elementID` naming the previous name, not the first) and mapping
@@ -123,6 +123,7 @@ public struct MigrationPlan: Sendable {
     ///   - destinationModel: The model to migrate to.
     ///   - mappingModels: Mapping models to prefer to inference, by name.
     ///   - infersMappingModel: Whether a mapping may be inferred.
+    ///   - configurationName: The configuration the store holds.
     /// - Returns: A plan of one step, or none when the store already matches.
     /// - Throws: ``CoreDataError/Code/migrationMissingMappingModel`` (134140)
     ///   when no mapping model matches and none can be inferred.
