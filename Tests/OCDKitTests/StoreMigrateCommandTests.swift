@@ -43,15 +43,24 @@ struct StoreMigrateCommandTests {
     @Test("Mapping models from --mappings are used; a policy class the tool lacks fails before anything changes")
     func mappingModelsAndMissingPolicies() throws {
         let store = try RealStoreCommandTests.copy("objcio+core-data/Migrations/MigrationsTests/Moody 4.moody")
-        let model = Self.moodyFolder.appendingPathComponent("Moody.xcdatamodeld").path
+        // The policy registry is process-wide and other suites of this test process
+        // register the book's policy: the mapping models are copied with a policy
+        // class name nobody registers.
+        let folder = try TestScratch.folder("mappings").appendingPathComponent("Migrations")
+        try FileManager.default.copyItem(at: Self.moodyFolder, to: folder)
+        let xml = folder.appendingPathComponent("Moody 5-Moody 6.xcmappingmodel/xcmapping.xml")
+        let text = try String(contentsOf: xml, encoding: .utf8)
+            .replacingOccurrences(of: "Migrations.Country5ToCountry6Policy", with: "Migrations.PolicyNobodyRegisters")
+        try text.write(to: xml, atomically: true, encoding: .utf8)
+        let model = folder.appendingPathComponent("Moody.xcdatamodeld").path
         let bytes = FileManager.default.contents(atPath: store.path)
         let error = #expect(throws: CommandFailure.self) {
-            try runOCD(["store", "migrate", store.path, "--model", model, "--mappings", Self.moodyFolder.path])
+            try runOCD(["store", "migrate", store.path, "--model", model, "--mappings", folder.path])
         }
-        #expect(error?.description.contains("Migrations.Country5ToCountry6Policy") == true)
+        #expect(error?.description.contains("Migrations.PolicyNobodyRegisters") == true)
         #expect(FileManager.default.contents(atPath: store.path) == bytes)
         // Up to version 5 no policy is needed: the mapping model runs through objects.
-        let output = try runOCD(["store", "migrate", store.path, "--model", model, "--mappings", Self.moodyFolder.path, "--to", "Moody 5"])
+        let output = try runOCD(["store", "migrate", store.path, "--model", model, "--mappings", folder.path, "--to", "Moody 5"])
         #expect(output.contains("Moody 4 -> Moody 5 (mapping model Moody 4-Moody 5, through objects)"))
         let fetched = try runOCD(["fetch", store.path, "--model", model + "/Moody 5.xcdatamodel", "--entity", "Country", "--json"])
         #expect(fetched.contains("isoContinent"))
