@@ -67,7 +67,7 @@ extension PersistentStoreCoordinator {
         guard persistentStores.contains(where: { $0 === store }) else {
             throw CoreDataError(.persistentStoreOperation, "The store \(store.identifier) is not one of this coordinator's stores")
         }
-        if let url, FileManager.default.fileExists(atPath: url.path) {
+        if let url, url.isFileURL, FileManager.default.fileExists(atPath: url.path) {
             throw CoreDataError(.persistentStoreOperation, "A file already exists at \(url.path)", url: url)
         }
         if store.type == .sqlite, type == .sqlite, let source = store.url, let url {
@@ -92,8 +92,13 @@ extension PersistentStoreCoordinator {
             metadata[SQLiteStoreMetadata.storeUUIDKey] = store.identifier
             try SQLiteStoreFile.createStore(at: url, model: managedObjectModel, configurationName: store.configurationName, metadata: metadata)
         }
+        // A store type of its own (a registered one) keeps the store's UUID when it
+        // takes `NSStoreUUID` (as the PostgreSQL store does): object ID URIs stay valid.
+        var targetOptions = options
+        if targetOptions[SQLiteStoreMetadata.storeUUIDKey] == nil { targetOptions[SQLiteStoreMetadata.storeUUIDKey] = store.identifier }
         do {
-            let target = try scratch.addPersistentStore(type: type, configuration: store.configurationName, at: url, options: options)
+            let target = try scratch.addPersistentStore(type: type, configuration: store.configurationName, at: url,
+                                                        options: type == .sqlite ? options : targetOptions)
             try copyObjects(of: store, into: target, through: scratch)
             scratch.remove(target)
             let added: any PersistentStore
@@ -106,7 +111,7 @@ extension PersistentStoreCoordinator {
             remove(store)
             return added
         } catch {
-            if let url { try? Self.destroyStoreFiles(at: url) }
+            if let url, url.isFileURL { try? Self.destroyStoreFiles(at: url) }
             throw error
         }
     }

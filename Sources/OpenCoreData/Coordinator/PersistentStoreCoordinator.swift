@@ -136,7 +136,11 @@ public final class PersistentStoreCoordinator: Sendable {
             }
             store = try SQLiteStore(url: url, model: managedObjectModel, configurationName: configuration, options: options)
         default:
-            throw CoreDataError(.persistentStoreInvalidType, "Unknown store type '\(type.rawValue)'")
+            guard let factory = PersistentStoreCoordinator.registeredStoreTypes.withLock({ $0[type] }) else {
+                throw CoreDataError(.persistentStoreInvalidType, "Unknown store type '\(type.rawValue)'")
+            }
+            store = try factory(PersistentStoreRequest(model: managedObjectModel, configurationName: configuration,
+                                                       url: url, options: options))
         }
         add(store)
         if let sqlite = store as? SQLiteStore { sqlite.remoteChanges?.start(store: sqlite, coordinator: self) }
@@ -177,12 +181,14 @@ public final class PersistentStoreCoordinator: Sendable {
             state.stores.append(store)
             state.storesByName.append((name, store))
         }
+        store.didAdd(to: self)
     }
 
     /// Removes a store; its objects can no longer be fetched or saved.
     ///
     /// - Parameter store: A store of this coordinator.
     public func remove(_ store: any PersistentStore) {
+        store.willRemove(from: self)
         if let sqlite = store as? SQLiteStore {
             sqlite.remoteChanges?.stop()
             sqlite.releaseHeldRead()

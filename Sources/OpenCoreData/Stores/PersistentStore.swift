@@ -152,6 +152,18 @@ public protocol PersistentStore: AnyObject, Sendable {
     ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
     ///   when the store cannot (the default); a store error when reserving fails.
     func reserveObjectIDs(_ objectIDs: [ManagedObjectID]) throws
+    /// Called when the store has been added to `coordinator`
+    /// (`NSPersistentStore.didAdd(to:)`): a store that learns of other writers'
+    /// changes starts listening here. Stores get an empty implementation for free.
+    ///
+    /// - Parameter coordinator: The coordinator the store now belongs to.
+    func didAdd(to coordinator: PersistentStoreCoordinator)
+    /// Called before the store is removed from `coordinator`
+    /// (`NSPersistentStore.willRemove(from:)`). Stores get an empty
+    /// implementation for free.
+    ///
+    /// - Parameter coordinator: The coordinator the store is leaving.
+    func willRemove(from coordinator: PersistentStoreCoordinator)
 }
 
 extension PersistentStore {
@@ -164,6 +176,10 @@ extension PersistentStore {
         throw CoreDataError(.persistentStoreUnsupportedRequestType,
                             "The store \(identifier) cannot give objects IDs chosen by the caller")
     }
+    /// Nothing to do when added to a coordinator.
+    public func didAdd(to coordinator: PersistentStoreCoordinator) {}
+    /// Nothing to do when removed from a coordinator.
+    public func willRemove(from coordinator: PersistentStoreCoordinator) {}
     /// The batch request run by ``execute(_:)``, its IDs reported as `resultType` asks.
     public func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult {
         PersistentStoreResult(resultType, try execute(request))

@@ -44,7 +44,7 @@ struct QueueStack {
             try coordinator.addPersistentStore(type: .sqlite, at: url)
             self.url = url
         } else {
-            try coordinator.addPersistentStore(type: storeType)
+            try Fixtures.addStore(type: storeType, to: coordinator)
             url = nil
         }
     }

@@ -28,7 +28,7 @@ struct ConstraintConflictTests {
             if storeType == .sqlite {
                 try coordinator.addPersistentStore(type: .sqlite, at: try Fixtures.temporaryDirectory().appendingPathComponent("Tags.sqlite"))
             } else {
-                try coordinator.addPersistentStore(type: storeType)
+                try Fixtures.addStore(type: storeType, to: coordinator)
             }
             tag = model.entitiesByName["Tag"]!
             note = model.entitiesByName["Note"]!

@@ -17,11 +17,12 @@ struct AssignObjectIDsTests {
         }
     }
 
-    @Test("Objects keep the chosen keys; keys handed out later are greater", arguments: [PersistentStoreType.sqlite, .inMemory])
+    @Test("Objects keep the chosen keys; keys handed out later are greater", arguments: allStoreTypes)
     func chosenKeys(type: PersistentStoreType) throws {
         let folder = try TestScratch.folder("assign")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        let store = try coordinator.addPersistentStore(type: type, at: type == .sqlite ? folder.appendingPathComponent("n.sqlite") : nil)
+        let store = type == .sqlite ? try coordinator.addPersistentStore(type: type, at: folder.appendingPathComponent("n.sqlite"))
+            : try Fixtures.addStore(type: type, to: coordinator)
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = coordinator
         try context.performAndWait {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import OpenCoreData
+import OpenCoreDataPostgreSQL
 import OpenCoreDataPredicates
 
 /// Subclasses used by the context tests, with lifecycle hooks that record calls.
@@ -97,5 +98,6 @@ struct TestStack {
     }
 }
 
-/// The store kinds every behaviour test runs on.
-let allStoreTypes: [PersistentStoreType] = [.inMemory, .sqlite]
+/// The store kinds every behaviour test runs on: PostgreSQL's when a server is
+/// available (see ``PostgreSQLTestServer``).
+let allStoreTypes: [PersistentStoreType] = [.inMemory, .sqlite] + (PostgreSQLTestServer.isAvailable ? [.postgreSQL] : [])

@@ -37,11 +37,15 @@ struct PrefetchCycleTests {
         init(_ object: ManagedObject) { self.object = object }
     }
 
-    @Test("reset() and the context's end free objects that prefetched each other", arguments: [PersistentStoreType.sqlite, .inMemory])
+    @Test("reset() and the context's end free objects that prefetched each other", arguments: allStoreTypes)
     func cyclesFreed(type: PersistentStoreType) throws {
         let folder = try TestScratch.folder("cycle")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        try coordinator.addPersistentStore(type: type, at: type == .sqlite ? folder.appendingPathComponent("c.sqlite") : nil)
+        if type == .sqlite {
+            try coordinator.addPersistentStore(type: type, at: folder.appendingPathComponent("c.sqlite"))
+        } else {
+            try Fixtures.addStore(type: type, to: coordinator)
+        }
         let writer = ManagedObjectContext(concurrencyType: .privateQueue)
         writer.persistentStoreCoordinator = coordinator
         try writer.performAndWait {

@@ -30,7 +30,7 @@ struct ListStack {
             try coordinator.addPersistentStore(type: storeType, at: file)
             storeURL = file
         } else {
-            try coordinator.addPersistentStore(type: storeType)
+            try Fixtures.addStore(type: storeType, to: coordinator)
             storeURL = nil
         }
         context = ManagedObjectContext(concurrencyType: .mainQueue)

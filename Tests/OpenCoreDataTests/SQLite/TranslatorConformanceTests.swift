@@ -30,7 +30,7 @@ private func uri(_ entity: String, _ pk: Int64, store: String = TranslatorFixtur
 private let d1900 = TranslatorFixture.date(1900)
 private let d1950 = TranslatorFixture.date(1950)
 
-private let stringCases: [TranslatorCase] = [
+let stringCases: [TranslatorCase] = [
     TranslatorCase("name == 'Deutschland'"),
     TranslatorCase("name == 'zoe'"),
     TranslatorCase("name != 'Japan'"),
@@ -85,7 +85,7 @@ private let stringCases: [TranslatorCase] = [
     TranslatorCase("name != 5"),
 ]
 
-private let numberCases: [TranslatorCase] = [
+let numberCases: [TranslatorCase] = [
     TranslatorCase("population > 9000000"),
     TranslatorCase("population >= 9000000.0"),
     TranslatorCase("population == 9e6"),
@@ -134,7 +134,7 @@ private let numberCases: [TranslatorCase] = [
     TranslatorCase("NOT (population > 1000000 OR isMember == YES)"),
 ]
 
-private let relationshipCases: [TranslatorCase] = [
+let relationshipCases: [TranslatorCase] = [
     TranslatorCase("continent.name == 'Europe'"),
     TranslatorCase("continent.name ==[cd] 'amerique'"),
     TranslatorCase("continent.name == nil"),

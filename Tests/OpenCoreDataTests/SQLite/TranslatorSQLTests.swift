@@ -115,7 +115,7 @@ struct TranslatorSQLTests {
         #expect(s.sql.hasSuffix("FROM ZCOUNTRY t0 LEFT JOIN ZCONTINENT t1 ON t1.Z_PK = t0.ZCONTINENT ORDER BY t1.ZNAME COLLATE OCD_SORT_2_7376 ASC, t0.ZNAME COLLATE OCD_CASEINSENSITIVE DESC, t0.ZPOPULATION ASC, t0.Z_PK LIMIT 10 OFFSET 5"))
         #expect(s.collations == [SQLiteSortCollation(selector: .localizedCompare, localeIdentifier: "sv")])
         #expect(try fixture.translator.countStatement(for: fetch).sql
-            == "SELECT COUNT(*) FROM (SELECT t0.Z_PK FROM ZCOUNTRY t0 ORDER BY t0.Z_PK LIMIT 10 OFFSET 5)")
+            == "SELECT COUNT(*) FROM (SELECT t0.Z_PK FROM ZCOUNTRY t0 ORDER BY t0.Z_PK LIMIT 10 OFFSET 5) counted")
     }
 
     // MARK: Unsupported

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenCoreData
+import OpenCoreDataPostgreSQL
 import Testing
 
 /// The Apple-written fixtures kept in Tests/OpenCoreDataTests/Fixtures (see its
@@ -76,12 +77,23 @@ enum Fixtures {
     static func coordinator(for model: ManagedObjectModel, storeType: PersistentStoreType) throws -> (PersistentStoreCoordinator, folder: URL?) {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         guard storeType == .sqlite else {
-            try coordinator.addPersistentStore(type: storeType)
+            try addStore(type: storeType, to: coordinator)
             return (coordinator, nil)
         }
         let folder = try temporaryDirectory()
         try coordinator.addPersistentStore(type: .sqlite, at: folder.appendingPathComponent("Store.sqlite"))
         return (coordinator, folder)
+    }
+
+    /// Adds a store of a type without a file to `coordinator`: an in-memory store,
+    /// or a PostgreSQL store in a new schema of the test server.
+    @discardableResult
+    static func addStore(type: PersistentStoreType, to coordinator: PersistentStoreCoordinator) throws -> any PersistentStore {
+        if type == .postgreSQL {
+            return try coordinator.addPersistentStore(type: .postgreSQL, at: try PostgreSQLTestServer.url(),
+                                                      options: PostgreSQLTestServer.storeOptions())
+        }
+        return try coordinator.addPersistentStore(type: type)
     }
 
     /// A new empty folder for one test, inside this process's scratch folder

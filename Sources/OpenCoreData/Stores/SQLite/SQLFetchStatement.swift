@@ -14,23 +14,23 @@ import OpenCoreDataPredicates
 /// let rows = try Row.fetchAll(db, sql: statement.sql, arguments: statement.statementArguments)
 /// // row[0] Z_PK, row[1] Z_ENT (or the one entity's number), row[2] Z_OPT, then statement.columns
 /// ```
-struct SQLFetchStatement: Sendable, CustomStringConvertible {
+package struct SQLFetchStatement: Sendable, CustomStringConvertible {
     /// The statement's text, with a `?` for each argument.
-    var sql: String
+    package var sql: String
     /// The values bound to the placeholders, in order.
-    var arguments: [DatabaseValue]
+    package var arguments: [DatabaseValue]
     /// The columns selected after `Z_PK`, `Z_ENT` and `Z_OPT` (empty for a count).
-    var columns: [SQLFetchColumn]
+    package var columns: [SQLFetchColumn]
     /// The localized sort collations the statement uses.
-    var collations: [SQLiteSortCollation]
+    package var collations: [SQLiteSortCollation]
     /// The entity number every row is of, when the statement selects it as a
     /// constant in place of `t0.Z_ENT` (see ``SQLFetchTranslator/entityColumn(for:restricted:)``).
-    var entityNumber: Int? = nil
+    package var entityNumber: Int? = nil
 
     /// The arguments as GRDB binds them.
     var statementArguments: StatementArguments { StatementArguments(databaseValues: arguments) }
 
-    var description: String { sql }
+    package var description: String { sql }
 
     /// Registers the collations the statement needs on `db` (those it has not got
     /// yet). Call before running the statement.
@@ -42,9 +42,9 @@ struct SQLFetchStatement: Sendable, CustomStringConvertible {
 }
 
 /// What one selected column of a fetch holds.
-struct SQLFetchColumn: Sendable {
+package struct SQLFetchColumn: Sendable {
     /// What the column's value is.
-    enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// An attribute's stored value (see ``SQLiteValueEncoding``).
         case attribute
         /// A to-one relationship's destination primary key.
@@ -54,26 +54,26 @@ struct SQLFetchColumn: Sendable {
     }
 
     /// The property.
-    var property: PropertyDescription
+    package var property: PropertyDescription
     /// The entity whose table column this is (the fetched entity, or the subentity
     /// declaring the property).
-    var entity: EntityDescription
+    package var entity: EntityDescription
     /// What the column holds.
-    var kind: Kind
+    package var kind: Kind
     /// The column's name in the table.
-    var columnName: String
+    package var columnName: String
     /// The column's index in each result row (3 and up).
-    var index: Int
+    package var index: Int
 }
 
 /// A collation sorting strings like a localized ``SortSelector`` in one locale.
-struct SQLiteSortCollation: Sendable, Hashable {
+package struct SQLiteSortCollation: Sendable, Hashable {
     /// The SQL name: `OCD_SORT_<selector>_<hex of the locale identifier>`.
-    var name: String
+    package var name: String
     /// The selector the collation applies.
-    var selector: SortSelector
+    package var selector: SortSelector
     /// The locale's identifier.
-    var localeIdentifier: String
+    package var localeIdentifier: String
 
     init(selector: SortSelector, localeIdentifier: String) {
         self.selector = selector

@@ -49,15 +49,23 @@ import OpenCoreDataPredicates
 /// path through an unknown property. Comparisons the evaluator would reject
 /// (ordering a string against a number...) throw its
 /// ``OpenCoreDataPredicates/PredicateEvaluationError``.
-struct SQLFetchTranslator: Sendable {
+package struct SQLFetchTranslator: Sendable {
     /// Where the store keeps entities and properties.
     let layout: any SQLStoreLayout
     /// The store's UUID: object ID URIs of other stores match nothing.
     let storeIdentifier: String
+    /// The SQL dialect of the statements (see ``SQLDialect``).
+    let dialect: SQLDialect
 
-    init(layout: any SQLStoreLayout, storeIdentifier: String) {
+    init(layout: any SQLStoreLayout, storeIdentifier: String, dialect: SQLDialect = .sqlite) {
         self.layout = layout
         self.storeIdentifier = storeIdentifier
+        self.dialect = dialect
+    }
+
+    /// A translator for a store in Core Data's layout `schema`, writing `dialect`.
+    package init(schema: SQLiteSchema, storeIdentifier: String, dialect: SQLDialect) {
+        self.init(layout: schema, storeIdentifier: storeIdentifier, dialect: dialect)
     }
 
     /// The `SELECT` fetching the rows of `fetch`: `t0.Z_PK, t0.Z_ENT, t0.Z_OPT`,
@@ -65,7 +73,7 @@ struct SQLFetchTranslator: Sendable {
     /// relationship of the entity, and of its subentities when the fetch includes
     /// them), filtered, sorted, offset and limited. When every row is of one
     /// entity, its number stands in for `t0.Z_ENT` (see ``entityColumn(for:restricted:)``).
-    func selectStatement(for fetch: StoreFetch, properties: [PropertyDescription]? = nil) throws -> SQLFetchStatement {
+    package func selectStatement(for fetch: StoreFetch, properties: [PropertyDescription]? = nil) throws -> SQLFetchStatement {
         let context = try SQLTranslationContext(translator: self, fetch: fetch)
         let columns = try selectedColumns(for: fetch, properties: properties)
         let condition = try context.whereCondition()
@@ -100,7 +108,7 @@ struct SQLFetchTranslator: Sendable {
     /// fetch = StoreFetch(entity: animal)       // Animal has subentities
     /// translator.entityColumn(for: fetch, restricted: true)    // ("t0.Z_ENT", nil)
     /// ```
-    func entityColumn(for fetch: StoreFetch, restricted: Bool) -> (sql: String, number: Int?) {
+    package func entityColumn(for fetch: StoreFetch, restricted: Bool) -> (sql: String, number: Int?) {
         let entity = fetch.entity
         guard !(fetch.includesSubentities && !entity.subentities.isEmpty),
               restricted || (entity.superentity == nil && entity.subentities.isEmpty),
@@ -120,7 +128,7 @@ struct SQLFetchTranslator: Sendable {
     /// //           (SEARCH t0 USING COVERING INDEX Z_Person_byAge)
     /// let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
     /// ```
-    func objectIDStatement(for fetch: StoreFetch) throws -> (statement: SQLFetchStatement, selectsEntity: Bool, sortsKeys: Bool) {
+    package func objectIDStatement(for fetch: StoreFetch) throws -> (statement: SQLFetchStatement, selectsEntity: Bool, sortsKeys: Bool) {
         let context = try SQLTranslationContext(translator: self, fetch: fetch)
         let condition = try context.whereCondition()
         let selectsEntity = fetch.includesSubentities && fetch.entity.selfAndDescendants.count > 1
@@ -139,7 +147,7 @@ struct SQLFetchTranslator: Sendable {
 
     /// The `SELECT COUNT(*)` counting the rows of `fetch` (sort descriptors are
     /// ignored; offset and limit apply, as the in-memory store applies them).
-    func countStatement(for fetch: StoreFetch) throws -> SQLFetchStatement {
+    package func countStatement(for fetch: StoreFetch) throws -> SQLFetchStatement {
         var unsorted = fetch
         unsorted.sortDescriptors = []
         let context = try SQLTranslationContext(translator: self, fetch: unsorted)
@@ -148,7 +156,7 @@ struct SQLFetchTranslator: Sendable {
         if let condition { body += " WHERE " + condition }
         let sql: SQLFragment
         if fetch.fetchOffset > 0 || fetch.fetchLimit > 0 {
-            sql = "SELECT COUNT(*) FROM (SELECT t0.Z_PK" + body + SQLFragment(" ORDER BY t0.Z_PK" + limitClause(fetch) + ")")
+            sql = "SELECT COUNT(*) FROM (SELECT t0.Z_PK" + body + SQLFragment(" ORDER BY t0.Z_PK" + limitClause(fetch) + ") counted")
         } else {
             sql = "SELECT COUNT(*)" + body
         }
@@ -160,14 +168,14 @@ struct SQLFetchTranslator: Sendable {
         if fetch.fetchLimit > 0 {
             return offset > 0 ? " LIMIT \(fetch.fetchLimit) OFFSET \(offset)" : " LIMIT \(fetch.fetchLimit)"
         }
-        return offset > 0 ? " LIMIT -1 OFFSET \(offset)" : ""
+        return offset > 0 ? dialect.offsetOnly(offset) : ""
     }
 
     // MARK: Selected columns
 
     /// The columns holding `properties`, or every stored attribute and to-one
     /// relationship of the fetched entities.
-    func selectedColumns(for fetch: StoreFetch, properties: [PropertyDescription]?) throws -> [SQLFetchColumn] {
+    package func selectedColumns(for fetch: StoreFetch, properties: [PropertyDescription]?) throws -> [SQLFetchColumn] {
         var candidates: [(PropertyDescription, EntityDescription)] = []
         if let properties {
             for property in properties {
@@ -210,7 +218,7 @@ extension SQLFetchTranslator {
     /// A construct SQL cannot express (134091).
     static func unsupported(_ what: String, entity: EntityDescription? = nil) -> CoreDataError {
         CoreDataError(.persistentStoreUnsupportedRequestType,
-                      "The SQLite store can't translate \(what) to SQL",
+                      "The store can't translate \(what) to SQL",
                       entityName: entity?.name)
     }
 

@@ -15,13 +15,13 @@ import GRDB
 /// where.text        // t0.ZNAME IS ? AND t0.ZAGE > 3
 /// where.arguments   // ["Zoë"]
 /// ```
-struct SQLFragment: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+package struct SQLFragment: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
     /// The SQL text, with `?` for each argument.
-    var text: String
+    package var text: String
     /// The values bound to the placeholders, in order.
-    var arguments: [DatabaseValue]
+    package var arguments: [DatabaseValue]
 
-    init(_ text: String, arguments: [DatabaseValue] = []) {
+    package init(_ text: String, arguments: [DatabaseValue] = []) {
         self.text = text
         self.arguments = arguments
     }
@@ -31,11 +31,11 @@ struct SQLFragment: Sendable, Hashable, ExpressibleByStringLiteral, CustomString
         SQLFragment("?", arguments: [value])
     }
 
-    init(stringLiteral value: String) {
+    package init(stringLiteral value: String) {
         self.init(value)
     }
 
-    var description: String { text }
+    package var description: String { text }
 
     /// The fragments joined with a separator.
     static func joined(_ parts: [SQLFragment], separator: String) -> SQLFragment {
@@ -69,16 +69,16 @@ struct SQLFragment: Sendable, Hashable, ExpressibleByStringLiteral, CustomString
         return depth == 0
     }
 
-    static func + (lhs: SQLFragment, rhs: SQLFragment) -> SQLFragment {
+    package static func + (lhs: SQLFragment, rhs: SQLFragment) -> SQLFragment {
         SQLFragment(lhs.text + rhs.text, arguments: lhs.arguments + rhs.arguments)
     }
 
-    static func += (lhs: inout SQLFragment, rhs: SQLFragment) {
+    package static func += (lhs: inout SQLFragment, rhs: SQLFragment) {
         lhs.text += rhs.text
         lhs.arguments += rhs.arguments
     }
 
     /// The always-true and always-false conditions.
-    static let trueCondition: SQLFragment = "1"
-    static let falseCondition: SQLFragment = "0"
+    static let trueCondition: SQLFragment = "TRUE"
+    static let falseCondition: SQLFragment = "FALSE"
 }

@@ -271,7 +271,7 @@ extension SQLTranslationContext {
         if case .fixed(let fixed) = object.entityNumber {
             return fixed == number ? nil : .falseCondition
         }
-        return SQLFragment(try entityNumberSQL(of: &object) + " IS \(number)")
+        return SQLFragment(try entityNumberSQL(of: &object) + translator.dialect.nullSafeEqual + "\(number)")
     }
 
     private func object(_ object: inout SQLObjectReference, equals value: AttributeValue) throws -> SQLFragment {
@@ -280,7 +280,7 @@ extension SQLTranslationContext {
             return object.primaryKey + " IS NULL"
         case .uri(let uri):
             guard let (number, key) = objectKey(uri, for: object) else { return .falseCondition }
-            let keyCondition = object.primaryKey + " IS " + .argument(key.databaseValue)
+            let keyCondition = object.primaryKey + SQLFragment(translator.dialect.nullSafeEqual) + .argument(key.databaseValue)
             guard let entityCondition = try entityCondition(&object, equals: number) else { return keyCondition }
             if entityCondition == .falseCondition { return .falseCondition }
             return (keyCondition + " AND " + entityCondition).parenthesized
@@ -293,11 +293,11 @@ extension SQLTranslationContext {
         guard a.entity.rootEntity.name == b.entity.rootEntity.name else {
             return "(" + a.primaryKey + " IS NULL AND " + b.primaryKey + " IS NULL)"
         }
-        let keys = a.primaryKey + " IS " + b.primaryKey
+        let keys = a.primaryKey + SQLFragment(translator.dialect.nullSafeEqual) + b.primaryKey
         if case .fixed(let x) = a.entityNumber, case .fixed(let y) = b.entityNumber, x == y {
             return keys.parenthesized
         }
-        let entities = try entityNumberSQL(of: &a) + " IS " + entityNumberSQL(of: &b)
+        let entities = try entityNumberSQL(of: &a) + translator.dialect.nullSafeEqual + entityNumberSQL(of: &b)
         return "(" + keys + " AND (" + a.primaryKey + SQLFragment(" IS NULL OR \(entities)))")
     }
 
@@ -380,14 +380,14 @@ extension SQLTranslationContext {
             return try stringFunction(ls, op, rs, options)
         }
         switch op {
-        case .equalTo: return ls + " IS " + rs
-        case .notEqualTo: return ls + " IS NOT " + rs
+        case .equalTo: return ls + SQLFragment(translator.dialect.nullSafeEqual) + rs
+        case .notEqualTo: return ls + SQLFragment(translator.dialect.nullSafeNotEqual) + rs
         case .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
             if domain == .uri { return try stringFunction(ls, op, rs, []) }
             let comparison = ls + SQLFragment(" \(op.rawValue) ") + rs
             guard (lc || isColumn(ls)) && (rc || isColumn(rs)) else {
                 // Subselects and arithmetic are not repeated for a NULL test.
-                return "IFNULL(" + comparison + ", 0)"
+                return translator.dialect.falseIfNull(comparison)
             }
             var parts: [SQLFragment] = []
             if !lc { parts.append(ls + " IS NOT NULL") }

@@ -95,15 +95,23 @@ final class SQLTranslationContext {
                     entity: fetch.entity)
             }
             var term = value
+            let dialect = translator.dialect
             switch domain {
+            case .string where dialect == .postgreSQL && (descriptor.selector ?? .compare) == .compare:
+                // Foundation's order: canonically decomposed, UTF-16 order (the store's functions).
+                term = "ocd_order_key(ocd_fold(" + term + ", 0))"
+            case .string where dialect == .postgreSQL && descriptor.selector == .caseInsensitiveCompare:
+                term = "ocd_order_key(ocd_fold(" + term + ", 1))"
             case .string:
                 term.text += " COLLATE " + collationName(for: descriptor)
             case .uri:
-                term.text += " COLLATE " + SQLiteFunctions.compareCollationName
+                term.text += dialect.binaryCollation
             default:
                 break
             }
             term.text += descriptor.ascending ? " ASC" : " DESC"
+            // NULL sorts before every value, as in memory (SQLite's own order).
+            if dialect == .postgreSQL { term.text += descriptor.ascending ? " NULLS FIRST" : " NULLS LAST" }
             terms.append(term)
         }
         terms.append(SQLFragment(tieBreaker))
@@ -114,7 +122,7 @@ final class SQLTranslationContext {
         let selector = descriptor.selector ?? .compare
         switch selector {
         case .compare:
-            return SQLiteFunctions.compareCollationName
+            return translator.dialect == .sqlite ? SQLiteFunctions.compareCollationName : "\"C\""
         case .caseInsensitiveCompare:
             return SQLiteFunctions.caseInsensitiveCollationName
         case .localizedCompare, .localizedCaseInsensitiveCompare, .localizedStandardCompare:
@@ -378,11 +386,11 @@ final class SQLTranslationContext {
             var domain = SQLDomain.numeric
             let subselect = try self.subselect(path, selection: { _ in
                 switch name {
-                case "@sum": return "TOTAL(" + memberValue + ")"
+                case "@sum": return translator.dialect.total(memberValue)
                 case "@avg": return "AVG(" + memberValue + ")"
                 default:
                     var argument = memberValue
-                    if domain == .string || domain == .uri { argument.text += " COLLATE " + SQLiteFunctions.compareCollationName }
+                    if domain == .string || domain == .uri { argument.text += translator.dialect.binaryCollation }
                     return (name == "@min" ? "MIN(" : "MAX(") + argument + ")"
                 }
             }, where: { member in
@@ -502,7 +510,7 @@ final class SQLTranslationContext {
         default:
             throw SQLFetchTranslator.unsupported("\(name) of \(arguments[0])", entity: fetch.entity)
         }
-        return .scalar(SQLFragment(isLength ? "LENGTH(" : "CAST(") + term + SQLFragment(isLength ? ")" : " AS INTEGER)"), .numeric)
+        return .scalar(isLength ? "LENGTH(" + term + ")" : translator.dialect.truncated(term), .numeric)
     }
 }
 

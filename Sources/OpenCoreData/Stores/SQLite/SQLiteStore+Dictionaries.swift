@@ -127,7 +127,7 @@ extension SQLFetchTranslator {
             if request.fetch.fetchLimit > 0 {
                 sql.text += " LIMIT \(request.fetch.fetchLimit)" + (offset > 0 ? " OFFSET \(offset)" : "")
             } else if offset > 0 {
-                sql.text += " LIMIT -1 OFFSET \(offset)"
+                sql.text += dialect.offsetOnly(offset)
             }
         }
         return SQLDictionaryStatement(sql: sql, columns: columns, collations: context.collations)

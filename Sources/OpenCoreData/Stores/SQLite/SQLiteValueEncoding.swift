@@ -37,14 +37,14 @@ import OpenCoreDataPredicates
 /// SQLiteValueEncoding.attributeValue(DatabaseValue(value: 3)!, as: .double)
 /// // .double(3.0)
 /// ```
-enum SQLiteValueEncoding {
+package enum SQLiteValueEncoding {
 
     // MARK: Writing
 
     /// The database value storing `value` in a column of an attribute of type
     /// `type`, or `nil` when the value cannot be stored as that type (a string for
     /// a Date attribute, say). `.null` is always `NULL`.
-    static func databaseValue(_ value: AttributeValue, as type: AttributeType) -> DatabaseValue? {
+    package static func databaseValue(_ value: AttributeValue, as type: AttributeType) -> DatabaseValue? {
         if case .null = value { return .null }
         switch type {
         case .integer16, .integer32, .integer64:
@@ -87,7 +87,7 @@ enum SQLiteValueEncoding {
     /// (Booleans as 0/1, decimals as `numericDatabaseValue`), strings as TEXT, dates
     /// as REAL reference-date seconds, UUIDs as 16 bytes, URLs as their absolute
     /// string, data as BLOB. Arrays and dictionaries have no column form: `nil`.
-    static func databaseValue(_ value: AttributeValue) -> DatabaseValue? {
+    package static func databaseValue(_ value: AttributeValue) -> DatabaseValue? {
         switch value {
         case .null: return .null
         case .bool(let b): return (b ? 1 : 0 as Int64).databaseValue
@@ -126,7 +126,7 @@ enum SQLiteValueEncoding {
 
     /// The attribute value a column of an attribute of type `type` holds. Never
     /// traps: values that cannot be understood become `.null`.
-    static func attributeValue(_ dbValue: DatabaseValue, as type: AttributeType) -> AttributeValue {
+    package static func attributeValue(_ dbValue: DatabaseValue, as type: AttributeType) -> AttributeValue {
         let storage = dbValue.storage
         if case .null = storage { return .null }
         switch type {
@@ -205,7 +205,7 @@ enum SQLiteValueEncoding {
 
     /// A database value by its storage class: INTEGER as `.int`, REAL as `.double`,
     /// TEXT as `.string`, BLOB as `.data`.
-    static func attributeValue(_ dbValue: DatabaseValue) -> AttributeValue {
+    package static func attributeValue(_ dbValue: DatabaseValue) -> AttributeValue {
         switch dbValue.storage {
         case .null: return .null
         case .int64(let i): return .int(i)

@@ -1,0 +1,68 @@
+import Foundation
+
+/// What a registered store type is given to open a store: the coordinator's
+/// model, the configuration, the URL and the options of
+/// ``PersistentStoreCoordinator/addPersistentStore(type:configuration:at:options:)``.
+public struct PersistentStoreRequest: Sendable {
+    /// The coordinator's model (frozen).
+    public let model: ManagedObjectModel
+    /// The model configuration whose entities the store holds (nil: all).
+    public let configurationName: String?
+    /// The store's location.
+    public let url: URL?
+    /// Core Data's store options and the store type's own.
+    public let options: [String: String]
+}
+
+extension PersistentStoreCoordinator {
+    /// The store types added with ``registerStoreType(_:factory:)``.
+    static let registeredStoreTypes = Lock<[PersistentStoreType: @Sendable (PersistentStoreRequest) throws -> any PersistentStore]>([:])
+
+    /// Makes `type` a store type that
+    /// ``addPersistentStore(type:configuration:at:options:)`` (and so
+    /// ``PersistentStoreDescription`` and ``PersistentContainer``) can open, as
+    /// Core Data's `NSPersistentStoreCoordinator.registerStoreClass(_:type:)` does
+    /// for a custom store class. Registering a type again replaces its factory.
+    ///
+    /// ```swift
+    /// extension PersistentStoreType {
+    ///     static let journal = PersistentStoreType(rawValue: "Journal")
+    /// }
+    /// PersistentStoreCoordinator.registerStoreType(.journal) { request in
+    ///     try JournalStore(url: request.url, model: request.model, options: request.options)
+    /// }
+    /// try coordinator.addPersistentStore(type: .journal, at: journalURL)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The store type; ``PersistentStoreType/sqlite`` and
+    ///     ``PersistentStoreType/inMemory`` are built in and cannot be replaced.
+    ///   - factory: Opens a store for a request; its errors are those of
+    ///     `addPersistentStore`.
+    public static func registerStoreType(_ type: PersistentStoreType,
+                                         factory: @escaping @Sendable (PersistentStoreRequest) throws -> any PersistentStore) {
+        precondition(type != .sqlite && type != .inMemory, "OpenCoreData: the \(type.rawValue) store type is built in")
+        registeredStoreTypes.withLock { $0[type] = factory }
+    }
+
+    /// Merges changes another coordinator made to a store (another process, or
+    /// another server on a shared database) into this coordinator's contexts that
+    /// merge automatically (``ManagedObjectContext/automaticallyMergesChangesFromParent``),
+    /// each on its own queue, without waiting for them. Stores that learn of
+    /// other writers' saves call it; the row cache is emptied first, so faults
+    /// read the new rows.
+    ///
+    /// - Parameter changes: The IDs of the inserted, updated and deleted objects,
+    ///   by the keys of ``RemoteChangeKey``.
+    package func mergeRemoteChanges(_ changes: [String: [ManagedObjectID]]) {
+        forgetCachedRows()
+        let targets = mergeTargets.withLock { $0.values.compactMap(\.context) }
+        guard !targets.isEmpty else { return }
+        let summary = ContextSaveSummary(insertedObjectIDs: Set(changes[RemoteChangeKey.inserted] ?? []),
+                                         updatedObjectIDs: Set(changes[RemoteChangeKey.updated] ?? []),
+                                         deletedObjectIDs: Set(changes[RemoteChangeKey.deleted] ?? []))
+        for target in targets {
+            target.perform { target.mergeChanges(from: summary) }
+        }
+    }
+}

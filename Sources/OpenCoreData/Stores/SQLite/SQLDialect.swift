@@ -1,0 +1,56 @@
+import Foundation
+
+/// The SQL dialect a translated fetch is written in: SQLite's, or PostgreSQL's
+/// for the PostgreSQL store (the `OpenCoreDataPostgreSQL` product).
+///
+/// Both stores keep Core Data's layout (the same tables, columns and entity
+/// numbers), so one translator serves both; the dialect decides the few
+/// spellings that differ:
+///
+/// | | SQLite | PostgreSQL |
+/// |---|---|---|
+/// | equality that holds for two `NULL`s | `a IS b` | `a IS NOT DISTINCT FROM b` |
+/// | a comparison that is false for `NULL` | `IFNULL(c, 0)` | `COALESCE(c, FALSE)` |
+/// | `@sum` of no rows | `TOTAL(x)` | `COALESCE(SUM(x), 0)` |
+/// | `trunc:` | `CAST(x AS INTEGER)` | `CAST(TRUNC(x) AS BIGINT)` |
+/// | `compare:` order of strings | `COLLATE OCD_COMPARE` | `ocd_order_key(ocd_fold(x, 0))` |
+/// | `caseInsensitiveCompare:` | `COLLATE OCD_CASEINSENSITIVE` | `ocd_order_key(ocd_fold(x, 1))` |
+/// | `NULL`s sort first ascending | (the default) | `NULLS FIRST` / `NULLS LAST` |
+/// | an offset without a limit | `LIMIT -1 OFFSET n` | `OFFSET n` |
+///
+/// Placeholders are `?` in both: the PostgreSQL store numbers them (`$1`...) when
+/// it sends a statement.
+package enum SQLDialect: Sendable, Hashable {
+    case sqlite
+    case postgreSQL
+
+    /// The operator of equality that is true for two `NULL`s, spaced.
+    var nullSafeEqual: String { self == .sqlite ? " IS " : " IS NOT DISTINCT FROM " }
+    /// The operator of inequality that is false for two `NULL`s, spaced.
+    var nullSafeNotEqual: String { self == .sqlite ? " IS NOT " : " IS DISTINCT FROM " }
+
+    /// `comparison`, false where it would be `NULL`.
+    func falseIfNull(_ comparison: SQLFragment) -> SQLFragment {
+        self == .sqlite ? "IFNULL(" + comparison + ", 0)" : "COALESCE(" + comparison + ", FALSE)"
+    }
+
+    /// The sum of `value` over a subselect's rows, 0 for no rows.
+    func total(_ value: SQLFragment) -> SQLFragment {
+        self == .sqlite ? "TOTAL(" + value + ")" : "COALESCE(SUM(" + value + "), 0)"
+    }
+
+    /// `value` truncated toward zero to an integer (`trunc:`).
+    func truncated(_ value: SQLFragment) -> SQLFragment {
+        self == .sqlite ? "CAST(" + value + " AS INTEGER)" : "CAST(TRUNC(" + value + ") AS BIGINT)"
+    }
+
+    /// The collation clause of `compare:` on strings, spaced.
+    var binaryCollation: String {
+        self == .sqlite ? " COLLATE " + SQLiteFunctions.compareCollationName : " COLLATE \"C\""
+    }
+
+    /// The `OFFSET` clause of a statement with an offset and no limit.
+    func offsetOnly(_ offset: Int) -> String {
+        self == .sqlite ? " LIMIT -1 OFFSET \(offset)" : " OFFSET \(offset)"
+    }
+}

@@ -1,0 +1,281 @@
+import Foundation
+import GRDB
+import OpenCoreData
+import OpenCoreDataPredicates
+import PostgresNIO
+
+extension PostgreSQLStore {
+    // MARK: Fetching
+
+    public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
+        if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch) }
+        let statement = try translator.selectStatement(for: fetch)
+        return try withSession("fetching \(fetch.entity.name)") { session in
+            try prepareCollations(statement, session)
+            let rows = try session.query(statement.sql, statement.arguments)
+            var reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
+            return try rows.compactMap { try reader.snapshot($0) }
+        }
+    }
+
+    /// The IDs of a fetch's rows, with no values (version 0).
+    private func fetchObjectIDRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
+        let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
+        return try withSession("fetching \(fetch.entity.name) IDs") { session in
+            try prepareCollations(statement, session)
+            var keys: [(key: Int64, entity: EntityDescription)] = []
+            for row in try session.query(statement.sql, statement.arguments) {
+                let cells = row.makeRandomAccess()
+                var entity = fetch.entity
+                if selectsEntity {
+                    guard let found = self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) else { continue }
+                    entity = found
+                }
+                keys.append((PostgreSQLValues.int64(cells[0]), entity))
+            }
+            if sortsKeys { keys.sort { $0.key < $1.key } }
+            return keys.map {
+                RowSnapshot(objectID: ManagedObjectID(entity: $0.entity, storeIdentifier: identifier, primaryKey: $0.key),
+                            version: 0, values: [])
+            }
+        }
+    }
+
+    public func count(_ fetch: StoreFetch) throws -> Int {
+        let statement = try translator.countStatement(for: fetch)
+        return try withSession("counting \(fetch.entity.name)") { session in
+            Int(try session.query(statement.sql, statement.arguments).first?.int64(0) ?? 0)
+        }
+    }
+
+    public func row(for objectID: ManagedObjectID) throws -> RowSnapshot? {
+        try rows(for: [objectID], of: objectID.entity)?.first
+    }
+
+    public func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? {
+        let keys = objectIDs.compactMap(\.primaryKey)
+        guard !keys.isEmpty, let table = schema.table(for: entity) else { return [] }
+        var fetch = StoreFetch(entity: entity)
+        fetch.includesSubentities = true
+        let columns = try translator.selectedColumns(for: fetch, properties: nil)
+        let entityColumn = translator.entityColumn(for: fetch, restricted: false)
+        var sql = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
+        for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
+        sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK "
+        sql += keys.count == 1 ? "= ?" : "IN (" + Array(repeating: "?", count: keys.count).joined(separator: ", ") + ")"
+        return try withSession("reading \(keys.count) \(entity.name) rows") { session in
+            let rows = try session.query(sql, keys.map(\.databaseValue))
+            var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
+            return try rows.compactMap { try reader.snapshot($0) }
+        }
+    }
+
+    public func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
+        guard let pk = objectID.primaryKey, let destination = relationship.destinationEntity,
+              let storage = schema.storage(for: relationship, in: objectID.entity) else { return [] }
+        let q = SQLiteIdentifier.quoted
+        let sql: String
+        switch storage {
+        case .toMany(let table, let foreignKey, let order):
+            let orderBy = order.map { q($0) + " NULLS FIRST, " } ?? ""
+            sql = "SELECT Z_PK, Z_ENT FROM \(q(table)) WHERE \(q(foreignKey)) = ? ORDER BY \(orderBy)Z_PK"
+        case .joinTable(let join):
+            guard let destinationTable = schema.table(for: destination) else { return [] }
+            let orderBy = join.orderColumn.map { "j." + q($0) + " NULLS FIRST, " } ?? ""
+            sql = "SELECT d.Z_PK, d.Z_ENT FROM \(q(join.tableName)) j JOIN \(q(destinationTable)) d ON d.Z_PK = j.\(q(join.destinationColumn)) WHERE j.\(q(join.sourceColumn)) = ? ORDER BY \(orderBy)d.Z_PK"
+        default:
+            return []
+        }
+        return try withSession("reading \(objectID).\(relationship.name)") { session in
+            try session.query(sql, [pk.databaseValue]).map { row in
+                let cells = row.makeRandomAccess()
+                let entity = self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) ?? destination
+                return ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: PostgreSQLValues.int64(cells[0]))
+            }
+        }
+    }
+
+    // MARK: Primary keys
+
+    public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ManagedObjectID] {
+        guard count > 0 else { return [] }
+        if isReadOnly { throw CoreDataError(.persistentStoreSave, "The PostgreSQL store \(identifier) is read-only", url: url) }
+        guard let rootNumber = schema.entityNumber(entity.rootEntity) else {
+            throw CoreDataError(.persistentStoreSave, "The store has no entity '\(entity.name)'", entityName: entity.name)
+        }
+        // Keys come from a range this store reserved earlier when it has enough,
+        // else from a new reservation: one `UPDATE ... RETURNING`, which locks the
+        // entity's Z_PRIMARYKEY row until it commits, so coordinators on other
+        // servers reserve disjoint ranges. Unused keys leave a gap, as
+        // `obtainPermanentIDs` does in Core Data.
+        let wanted = Int64(count)
+        let taken = reservedPrimaryKeys.withLock { reserved -> Range<Int64>? in
+            guard let range = reserved[rootNumber], Int64(range.count) >= wanted else { return nil }
+            reserved[rootNumber] = (range.lowerBound + wanted)..<range.upperBound
+            return range.lowerBound..<(range.lowerBound + wanted)
+        }
+        let first: Int64
+        if let taken {
+            first = taken.lowerBound
+        } else {
+            let reservation = max(wanted, PostgreSQLStore.primaryKeyReservation)
+            let max = try withSession("reserving primary keys for \(entity.name)", code: .persistentStoreSave) { session in
+                try session.query("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ? RETURNING Z_MAX",
+                                  [reservation.databaseValue, Int64(rootNumber).databaseValue]).first?.int64(0)
+            }
+            guard let max else {
+                throw CoreDataError(.persistentStoreSave, "The store has no Z_PRIMARYKEY row for '\(entity.rootEntity.name)'",
+                                    entityName: entity.name)
+            }
+            first = max - reservation + 1
+            if reservation > wanted {
+                reservedPrimaryKeys.withLock { $0[rootNumber] = (first + wanted)..<(first + reservation) }
+            }
+        }
+        return (0..<count).map { ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: first + Int64($0)) }
+    }
+
+    public func reserveObjectIDs(_ objectIDs: [ManagedObjectID]) throws {
+        if isReadOnly { throw CoreDataError(.persistentStoreSave, "The PostgreSQL store \(identifier) is read-only", url: url) }
+        var highest: [Int: Int64] = [:]
+        for id in objectIDs {
+            guard id.storeIdentifier == identifier, let key = id.primaryKey, let root = schema.entityNumber(id.entity.rootEntity) else {
+                throw CoreDataError(.persistentStoreSave, "\(id) is not a permanent ID of this store", entityName: id.entity.name)
+            }
+            highest[root] = max(highest[root] ?? 0, key)
+        }
+        guard !highest.isEmpty else { return }
+        try withSession("reserving chosen primary keys", code: .persistentStoreSave) { session in
+            try session.transaction {
+                for (root, key) in highest {
+                    try session.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = GREATEST(Z_MAX, ?) WHERE Z_ENT = ?",
+                                        [key.databaseValue, Int64(root).databaseValue])
+                }
+            }
+        }
+        reservedPrimaryKeys.withLock { reserved in
+            for (root, key) in highest where (reserved[root]?.lowerBound ?? .max) <= key { reserved[root] = nil }
+        }
+    }
+
+    // MARK: Values
+
+    func decode(_ value: DatabaseValue, for attribute: AttributeDescription) throws -> AttributeValue {
+        if value.isNull { return .null }
+        if attribute.attributeType == .transformable {
+            guard case .blob(let data) = value.storage else { return .null }
+            // A transformer this process has not registered: the stored bytes.
+            guard isRegistered(attribute.valueTransformerName) else { return .data(data) }
+            return try transformers.reverseTransformedValue(data, for: attribute)
+        }
+        return SQLiteValueEncoding.attributeValue(value, as: attribute.attributeType)
+    }
+
+    func encode(_ value: AttributeValue, for attribute: AttributeDescription) throws -> DatabaseValue {
+        if value.isNull { return .null }
+        if attribute.attributeType == .transformable {
+            if !isRegistered(attribute.valueTransformerName), case .data(let raw) = value { return raw.databaseValue }
+            guard let data = try transformers.transformedValue(value, for: attribute) else { return .null }
+            return data.databaseValue
+        }
+        guard let encoded = SQLiteValueEncoding.databaseValue(value, as: attribute.attributeType) else {
+            throw CoreDataError(.managedObjectValidation,
+                                "\(attribute.entity?.name ?? "?").\(attribute.name): \(value) is not a \(attribute.attributeType.xcodeName)",
+                                entityName: attribute.entity?.name, key: attribute.name)
+        }
+        return encoded
+    }
+
+    func isRegistered(_ transformerName: String?) -> Bool {
+        guard let name = transformerName, !name.isEmpty else { return true }
+        return transformers.transformer(named: name) != nil
+    }
+}
+
+/// Turns result rows (`Z_PK, Z_ENT, Z_OPT`, then `columns`) into snapshots of each
+/// row's concrete entity, to-many relationships left as faults. Which column
+/// feeds which property is worked out once per entity.
+struct PostgreSQLRowReader {
+    let store: PostgreSQLStore
+    let columns: [SQLFetchColumn]
+    /// The entity number of every row, when the statement selects it as a constant.
+    let entityNumber: Int?
+    private var plans: [Int: Plan] = [:]
+
+    /// Where each property's value comes from, for rows of one entity.
+    private struct Plan {
+        let entity: EntityDescription
+        /// For each property: a column (attribute or to-one key), the to-one's
+        /// entity column, or nothing (the property's empty value).
+        let slots: [Slot]
+    }
+
+    private enum Slot {
+        case empty(SnapshotValue)
+        case attribute(column: Int, attribute: AttributeDescription)
+        case toOne(keyColumn: Int, entityColumn: Int?, destination: EntityDescription)
+    }
+
+    init(store: PostgreSQLStore, columns: [SQLFetchColumn], entityNumber: Int?) {
+        self.store = store
+        self.columns = columns
+        self.entityNumber = entityNumber
+    }
+
+    mutating func snapshot(_ row: PostgresRow) throws -> RowSnapshot? {
+        let cells = row.makeRandomAccess()
+        let number = entityNumber ?? Int(PostgreSQLValues.int64(cells[1]))
+        let plan: Plan
+        if let known = plans[number] {
+            plan = known
+        } else {
+            guard let made = makePlan(number) else { return nil }
+            plans[number] = made
+            plan = made
+        }
+        var values: [SnapshotValue] = []
+        values.reserveCapacity(plan.slots.count)
+        for slot in plan.slots {
+            switch slot {
+            case .empty(let value):
+                values.append(value)
+            case .attribute(let column, let attribute):
+                values.append(.attribute(try store.decode(PostgreSQLValues.databaseValue(cells[column]), for: attribute)))
+            case .toOne(let keyColumn, let entityColumn, let destination):
+                let key = PostgreSQLValues.databaseValue(cells[keyColumn])
+                guard case .int64(let pk) = key.storage else { values.append(.toOne(nil)); continue }
+                var target = destination
+                if let entityColumn, let found = store.entity(forNumber: Int(PostgreSQLValues.int64(cells[entityColumn]))) {
+                    target = found
+                }
+                values.append(.toOne(ManagedObjectID(entity: target, storeIdentifier: store.identifier, primaryKey: pk)))
+            }
+        }
+        let id = ManagedObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: PostgreSQLValues.int64(cells[0]))
+        return RowSnapshot(objectID: id, version: PostgreSQLValues.int64(cells[2]), values: values)
+    }
+
+    private func makePlan(_ number: Int) -> Plan? {
+        guard let entity = store.entity(forNumber: number) else { return nil }
+        var slots: [Slot] = []
+        for property in entity.allProperties {
+            if let relationship = property as? RelationshipDescription {
+                guard !relationship.isToMany else { slots.append(.empty(.toMany(nil))); continue }
+                let key = columns.firstIndex { $0.kind == .toOneKey && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }
+                let entityColumn = columns.firstIndex { $0.kind == .toOneEntity && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }
+                if let key, let destination = relationship.destinationEntity {
+                    slots.append(.toOne(keyColumn: columns[key].index, entityColumn: entityColumn.map { columns[$0].index },
+                                        destination: destination))
+                } else {
+                    slots.append(.empty(.toOne(nil)))
+                }
+            } else if let attribute = property as? AttributeDescription,
+                      let column = columns.first(where: { $0.kind == .attribute && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }) {
+                slots.append(.attribute(column: column.index, attribute: attribute))
+            } else {
+                slots.append(.empty(.attribute(.null)))
+            }
+        }
+        return Plan(entity: entity, slots: slots)
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import GRDB
+import OpenCoreData
+import OpenCoreDataPredicates
+
+extension PostgreSQLStore {
+    /// Applies one save in one transaction: inserts (several rows per
+    /// statement), updates of the changed columns with their version check
+    /// (`AND Z_OPT = ?`), deletes, join-table rows and order keys, then a `NOTIFY`
+    /// of the changed IDs, which PostgreSQL delivers when the transaction commits.
+    /// On any failure the transaction rolls back and nothing is written; when rows
+    /// changed since they were read, the error is 133020 listing every conflict.
+    public func save(_ changes: SaveChanges) throws {
+        if isReadOnly {
+            throw CoreDataError(.persistentStoreSave, "The PostgreSQL store \(identifier) is read-only", url: url)
+        }
+        do {
+            try pool.withSession { session in
+                try session.transaction { try write(changes, session) }
+            }
+        } catch {
+            // Rolled back. A version conflict is reported with every conflicting row,
+            // gathered outside the failed transaction.
+            if let error = error as? CoreDataError, error.code == .managedObjectMerge {
+                try withSession("checking versions") { session in try checkVersions(changes, session) }
+            }
+            throw PostgreSQLErrors.coreDataError(error, code: .persistentStoreSave, doing: "saving", url: url)
+        }
+    }
+
+    private func write(_ changes: SaveChanges, _ session: PostgreSQLSession) throws {
+        try insert(changes.inserted, session)
+        for row in changes.updated {
+            guard let pk = row.objectID.primaryKey else { continue }
+            let indexes = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
+            let assignments = try self.assignments(row, indexes: indexes)
+            var sets = ["Z_OPT = Z_OPT + 1"]
+            var arguments: [DatabaseValue] = []
+            for (column, value) in assignments {
+                sets.append("\(SQLiteIdentifier.quoted(column)) = ?")
+                arguments.append(value)
+            }
+            arguments += [pk.databaseValue, row.version.databaseValue]
+            let changed = try session.execute("UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?",
+                                              arguments)
+            if changed != 1 { throw versionConflict(row.objectID) }
+        }
+        for (id, version) in changes.deleted {
+            guard let pk = id.primaryKey else { continue }
+            let table = try table(id)
+            let changed = version > 0
+                ? try session.execute("DELETE FROM \(table) WHERE Z_PK = ? AND Z_OPT = ?", [pk.databaseValue, version.databaseValue])
+                : try session.execute("DELETE FROM \(table) WHERE Z_PK = ?", [pk.databaseValue])
+            if version > 0 && changed != 1 { throw versionConflict(id) }
+            for property in id.entity.allProperties {
+                guard let relationship = property as? RelationshipDescription,
+                      case .joinTable(let join)? = schema.storage(for: relationship, in: id.entity) else { continue }
+                try session.execute("DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?",
+                                    [pk.databaseValue])
+            }
+        }
+        for row in changes.inserted { try writeToMany(row, changed: nil, session) }
+        for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], session) }
+        try remoteChanges.announce(changes, of: self, session)
+        PostgreSQLStore.faultPoint("before-commit")
+    }
+
+    /// A test hook: when `OCD_POSTGRESQL_FAULT` names `point`, the process ends
+    /// there at once (exit code 75), as a server killed mid-save would. The one
+    /// point is `before-commit`: every row of a save written, the transaction not
+    /// committed.
+    static func faultPoint(_ point: String) {
+        if ProcessInfo.processInfo.environment["OCD_POSTGRESQL_FAULT"] == point { _exit(75) }
+    }
+
+    /// Inserts rows of the same entity together, up to `rowsPerStatement` rows in
+    /// one `INSERT ... VALUES (...), (...)`.
+    private func insert(_ rows: [RowSnapshot], _ session: PostgreSQLSession) throws {
+        var start = 0
+        while start < rows.count {
+            let entity = rows[start].objectID.entity
+            let columns = try insertColumns(for: entity)
+            let perStatement = max(1, min(500, 60_000 / (columns.count + 3)))
+            var end = start
+            while end < rows.count, end - start < perStatement, rows[end].objectID.entity === entity { end += 1 }
+            var arguments: [DatabaseValue] = []
+            arguments.reserveCapacity((end - start) * (columns.count + 3))
+            guard let number = schema.entityNumber(entity) else {
+                throw CoreDataError(.persistentStoreSave, "The store has no entity number for '\(entity.name)'", entityName: entity.name)
+            }
+            for row in rows[start..<end] {
+                guard let pk = row.objectID.primaryKey else {
+                    throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key")
+                }
+                arguments += [pk.databaseValue, Int64(number).databaseValue, (1 as Int64).databaseValue]
+                let values = Dictionary(try assignments(row, indexes: Array(row.values.indices)), uniquingKeysWith: { _, last in last })
+                for column in columns { arguments.append(values[column] ?? .null) }
+            }
+            let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(SQLiteIdentifier.quoted)
+            let tuple = "(" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
+            let sql = "INSERT INTO \(try table(rows[start].objectID)) (\(names.joined(separator: ", "))) VALUES "
+                + Array(repeating: tuple, count: end - start).joined(separator: ", ")
+            try session.execute(sql, arguments)
+            start = end
+        }
+    }
+
+    /// The columns an inserted row of `entity` assigns, in order.
+    private func insertColumns(for entity: EntityDescription) throws -> [String] {
+        var columns: [String] = []
+        for property in entity.allProperties {
+            switch schema.storage(for: property, in: entity) {
+            case .column(let column)?: columns.append(column)
+            case .composite(let elements)?: columns += elements.keys.sorted().compactMap { elements[$0] }
+            case .toOne(let column, let entityColumn, _)?:
+                columns.append(column)
+                if let entityColumn { columns.append(entityColumn) }
+            default: continue
+            }
+        }
+        return columns
+    }
+
+    /// The column assignments of the properties at `indexes` of a row.
+    private func assignments(_ row: RowSnapshot, indexes: [Int]) throws -> [(String, DatabaseValue)] {
+        let entity = row.objectID.entity
+        let properties = entity.allProperties
+        let values = row.values
+        var result: [(String, DatabaseValue)] = []
+        for index in indexes where index < properties.count && index < values.count {
+            let property = properties[index]
+            guard let storage = schema.storage(for: property, in: entity) else { continue }
+            switch (storage, values[index]) {
+            case (.column(let column), .attribute(let value)):
+                guard let attribute = property as? AttributeDescription else { continue }
+                result.append((column, try encode(value, for: attribute)))
+            case (.composite(let columns), .attribute(let value)):
+                guard let composite = property as? CompositeAttributeDescription else { continue }
+                for (path, column) in columns {
+                    let element = compositeElement(value, path: path)
+                    let type = compositeElementType(composite, path: path)
+                    result.append((column, type.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null))
+                }
+            case (.toOne(let column, let entityColumn, _), .toOne(let id)):
+                result.append((column, id?.primaryKey.map { $0.databaseValue } ?? .null))
+                if let entityColumn {
+                    result.append((entityColumn, id.flatMap { schema.entityNumber($0.entity) }.map { Int64($0).databaseValue } ?? .null))
+                }
+            default:
+                continue
+            }
+        }
+        return result
+    }
+
+    private func compositeElement(_ value: AttributeValue, path: String) -> AttributeValue {
+        var current = value
+        for part in path.split(separator: ".") {
+            guard case .dictionary(let dictionary) = current else { return .null }
+            current = dictionary[String(part)] ?? .null
+        }
+        return current
+    }
+
+    private func compositeElementType(_ composite: CompositeAttributeDescription, path: String) -> AttributeType? {
+        var elements = composite.elements
+        var type: AttributeType?
+        for part in path.split(separator: ".") {
+            guard let element = elements.first(where: { $0.name == part }) else { return nil }
+            type = element.attributeType
+            elements = (element as? CompositeAttributeDescription)?.elements ?? []
+        }
+        return type
+    }
+
+    /// Writes the to-many relationships of a row stored outside it: join-table
+    /// rows, hidden foreign keys of to-many relationships without inverse, order keys.
+    private func writeToMany(_ row: RowSnapshot, changed: [Int]?, _ session: PostgreSQLSession) throws {
+        guard let pk = row.objectID.primaryKey else { return }
+        let entity = row.objectID.entity
+        let values = row.values
+        let q = SQLiteIdentifier.quoted
+        for index in changed ?? Array(values.indices) where index < values.count && index < entity.allProperties.count {
+            guard let relationship = entity.allProperties[index] as? RelationshipDescription, relationship.isToMany,
+                  case .toMany(let ids?) = values[index],
+                  let storage = schema.storage(for: relationship, in: entity) else { continue }
+            switch storage {
+            case .joinTable(let join):
+                // Both sides of a many-to-many change together; one writes the rows.
+                if let inverse = relationship.inverseRelationship, !ownsJoinRows(relationship, inverse) { continue }
+                try session.execute("DELETE FROM \(q(join.tableName)) WHERE \(q(join.sourceColumn)) = ?", [pk.databaseValue])
+                let keys = ids.compactMap(\.primaryKey)
+                guard !keys.isEmpty else { continue }
+                var arguments: [DatabaseValue] = []
+                var tuples: [String] = []
+                for (position, key) in keys.enumerated() {
+                    arguments += [pk.databaseValue, key.databaseValue]
+                    if join.orderColumn != nil { arguments.append(Int64((position + 1) * 1024).databaseValue) }
+                    tuples.append(join.orderColumn == nil ? "(?, ?)" : "(?, ?, ?)")
+                }
+                var names = [q(join.sourceColumn), q(join.destinationColumn)]
+                if let order = join.orderColumn { names.append(q(order)) }
+                try session.execute("INSERT INTO \(q(join.tableName)) (\(names.joined(separator: ", "))) VALUES \(tuples.joined(separator: ", ")) ON CONFLICT DO NOTHING",
+                                    arguments)
+            case .toMany(let tableName, let foreignKey, let orderColumn):
+                let table = q(tableName)
+                let fk = q(foreignKey)
+                if relationship.inverseRelationship == nil {
+                    try session.execute("UPDATE \(table) SET \(fk) = NULL WHERE \(fk) = ?", [pk.databaseValue])
+                }
+                for (position, id) in ids.enumerated() {
+                    guard let destination = id.primaryKey else { continue }
+                    if let orderColumn {
+                        try session.execute("UPDATE \(table) SET \(fk) = ?, \(q(orderColumn)) = ? WHERE Z_PK = ?",
+                                            [pk.databaseValue, Int64((position + 1) * 1024).databaseValue, destination.databaseValue])
+                    } else if relationship.inverseRelationship == nil {
+                        try session.execute("UPDATE \(table) SET \(fk) = ? WHERE Z_PK = ?", [pk.databaseValue, destination.databaseValue])
+                    }
+                }
+            default:
+                continue
+            }
+        }
+    }
+
+    private func ownsJoinRows(_ relationship: RelationshipDescription, _ inverse: RelationshipDescription) -> Bool {
+        if relationship.isOrdered != inverse.isOrdered { return relationship.isOrdered }
+        let mine = (relationship.entity?.name ?? "") + "." + relationship.name
+        let theirs = (inverse.entity?.name ?? "") + "." + inverse.name
+        return mine <= theirs
+    }
+
+    private func table(_ id: ManagedObjectID) throws -> String {
+        guard let table = schema.table(for: id.entity) else {
+            throw CoreDataError(.persistentStoreSave, "The store has no table for entity '\(id.entityName)'", entityName: id.entityName)
+        }
+        return SQLiteIdentifier.quoted(table)
+    }
+
+    private func versionConflict(_ id: ManagedObjectID) -> CoreDataError {
+        CoreDataError(.managedObjectMerge, "Optimistic locking failure: \(id) changed in the store since it was read",
+                      entityName: id.entityName, objectDescription: id.description)
+    }
+
+    /// Throws 133020 listing every row whose stored version is not the one it was read at.
+    private func checkVersions(_ changes: SaveChanges, _ session: PostgreSQLSession) throws {
+        var conflicts: [CoreDataError] = []
+        func check(_ id: ManagedObjectID, _ expected: Int64) throws {
+            guard let pk = id.primaryKey else { return }
+            let row = try session.query("SELECT Z_OPT FROM \(try table(id)) WHERE Z_PK = ?", [pk.databaseValue]).first
+            let found = row.map { $0.int64(0) }
+            if found != expected {
+                let what = found.map { "version \($0) in the store" } ?? "deleted from the store"
+                conflicts.append(CoreDataError(.managedObjectMerge, "\(id) was read at version \(expected) but is now \(what)",
+                                               entityName: id.entityName, objectDescription: id.description))
+            }
+        }
+        for row in changes.updated { try check(row.objectID, row.version) }
+        for (id, version) in changes.deleted where version > 0 { try check(id, version) }
+        if !conflicts.isEmpty {
+            throw CoreDataError(.managedObjectMerge, "Optimistic locking failure: \(conflicts.count) object(s) changed in the store since they were read",
+                                underlyingErrors: conflicts)
+        }
+    }
+}

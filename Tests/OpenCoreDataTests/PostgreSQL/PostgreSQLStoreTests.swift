@@ -1,0 +1,291 @@
+import Foundation
+import OpenCoreDataPredicates
+import OpenCoreDataPostgreSQL
+import Synchronization
+import Testing
+@testable import OpenCoreData
+
+/// The PostgreSQL store's own behaviour: opening and creating, its layout and
+/// metadata, errors, several coordinators on one database (keys, optimistic
+/// locking, changes arriving by themselves), and moving real stores from SQLite.
+/// The behaviour every store shares runs in the conformance suites
+/// (`allStoreTypes`).
+@Suite(.enabled(if: PostgreSQLTestServer.isAvailable))
+struct PostgreSQLStoreTests {
+    static func model() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Counter", className: "ManagedObject") {
+                Attribute("name", .string, optional: false, defaultValue: "")
+                Attribute("value", .integer64, optional: false, defaultValue: 0)
+                Relationship("items", to: "Item", inverse: "counter", toMany: true, deleteRule: .cascade)
+            }
+            Entity("Item", className: "ManagedObject") {
+                Attribute("label", .string)
+                Attribute("when", .date)
+                Attribute("ratio", .double)
+                Attribute("price", .decimal)
+                Attribute("flag", .boolean)
+                Attribute("token", .uuid)
+                Attribute("link", .uri)
+                Attribute("bytes", .binaryData)
+                Attribute("small", .integer16)
+                Attribute("tags", .transformable)
+                Relationship("counter", to: "Counter", inverse: "items")
+            }
+        }
+    }
+
+    /// A coordinator with one PostgreSQL store in `schema` (a new one by default).
+    static func coordinator(_ model: ManagedObjectModel, schema: String, options: [String: String] = [:]) throws
+        -> (PersistentStoreCoordinator, PostgreSQLStore) {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let store = try coordinator.addPersistentStore(type: .postgreSQL, at: try PostgreSQLTestServer.url(),
+                                                       options: PostgreSQLTestServer.storeOptions(schema: schema).merging(options) { $1 })
+        return (coordinator, try #require(store as? PostgreSQLStore))
+    }
+
+    static func newSchema() -> String { "t_" + UUID().uuidString.prefix(8).lowercased() }
+
+    @Test("A new store gets Core Data's tables and metadata; reopening keeps its UUID and rows")
+    func createAndReopen() throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (coordinator, store) = try Self.coordinator(model, schema: schema)
+        #expect(store.type == .postgreSQL)
+        #expect(UUID(uuidString: store.identifier) != nil)
+        #expect(store.metadata["NSStoreType"] == .string("PostgreSQL"))
+        guard case .dictionary(let hashes)? = store.metadata["NSStoreModelVersionHashes"] else {
+            Issue.record("no version hashes")
+            return
+        }
+        #expect(Set(hashes.keys) == ["Counter", "Item"])
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        let token = UUID()
+        let when = Date(timeIntervalSinceReferenceDate: 123_456.25)
+        try context.performAndWait {
+            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context)
+            counter.setValue("c", forKey: "name")
+            let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
+            item.setValue("Zoë", forKey: "label")
+            item.setValue(when, forKey: "when")
+            item.setValue(0.1, forKey: "ratio")
+            item.setValue(Decimal(string: "12.34")!, forKey: "price")
+            item.setValue(true, forKey: "flag")
+            item.setValue(token, forKey: "token")
+            item.setValue(URL(string: "https://example.com/a?b=c")!, forKey: "link")
+            item.setValue(Data([0, 1, 2, 255]), forKey: "bytes")
+            item.setValue(Int16(-7), forKey: "small")
+            item.setValue(["a", "b"], forKey: "tags")
+            item.setValue(counter, forKey: "counter")
+            try context.save()
+        }
+        // Another coordinator, as another server would: the same store, the same values.
+        let (other, reopened) = try Self.coordinator(model, schema: schema)
+        #expect(reopened.identifier == store.identifier)
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue)
+        reader.persistentStoreCoordinator = other
+        try reader.performAndWait {
+            let items = try reader.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            let item = try #require(items.first)
+            #expect(items.count == 1)
+            #expect(item.value(forKey: "label") as? String == "Zoë")
+            #expect(item.value(forKey: "when") as? Date == when)
+            #expect(item.value(forKey: "ratio") as? Double == 0.1)
+            #expect(item.value(forKey: "price") as? Decimal == Decimal(string: "12.34"))
+            #expect(item.value(forKey: "flag") as? Bool == true)
+            #expect(item.value(forKey: "token") as? UUID == token)
+            #expect(item.value(forKey: "link") as? URL == URL(string: "https://example.com/a?b=c"))
+            #expect(item.value(forKey: "bytes") as? Data == Data([0, 1, 2, 255]))
+            #expect(item.value(forKey: "small") as? Int == -7)
+            #expect(item.value(forKey: "tags") as? [String] == ["a", "b"])
+            let counter = try #require(item.value(forKey: "counter") as? ManagedObject)
+            #expect(counter.value(forKey: "name") as? String == "c")
+            #expect(counter.objects(forRelationship: "items").count == 1)
+        }
+    }
+
+    @Test("Another model is refused with 134100; bad URLs, options and servers with 134080")
+    func openingErrors() throws {
+        let schema = Self.newSchema()
+        _ = try Self.coordinator(try Self.model(), schema: schema)
+        let other = try ManagedObjectModel {
+            Entity("Counter", className: "ManagedObject") { Attribute("name", .string) }
+        }
+        #expect { _ = try Self.coordinator(other, schema: schema) } throws: { error in
+            (error as? CoreDataError)?.code == .persistentStoreIncompatibleVersionHash
+        }
+        let server = try PostgreSQLTestServer.url()
+        let model = try Self.model()
+        func opening(_ url: URL?, _ options: [String: String] = [:]) -> CoreDataError.Code? {
+            do {
+                _ = try PostgreSQLStore(url: url, model: model, options: options)
+                return nil
+            } catch {
+                return (error as? CoreDataError)?.code
+            }
+        }
+        #expect(opening(nil) == .persistentStoreOpen)
+        #expect(opening(URL(fileURLWithPath: "/tmp/x.sqlite")) == .persistentStoreOpen)
+        #expect(opening(URL(string: "postgres://u@127.0.0.1:1/db")!) == .persistentStoreOpen)
+        #expect(opening(server, [PostgreSQLStore.Option.poolSize: "zero"]) == .persistentStoreOpen)
+        #expect(opening(server, [PostgreSQLStore.Option.tls: "sometimes"]) == .persistentStoreOpen)
+        #expect(opening(server, [PostgreSQLStore.Option.statementTimeout: "-1"]) == .persistentStoreOpen)
+        #expect(opening(server, [PostgreSQLStore.Option.storeUUID: "'; DROP TABLE x; --"]) == .persistentStoreOpen)
+        // A schema name is an identifier, never SQL: quotes stay inside it.
+        let odd = "t \"odd\"; " + UUID().uuidString.prefix(4)
+        #expect(opening(server, [PostgreSQLStore.Option.schema: odd]) == nil)
+        // Read-only: no store there to open, and no save into one that exists.
+        #expect(opening(server, [PostgreSQLStore.Option.schema: Self.newSchema(), PostgreSQLStore.Option.readOnly: "1"]) == .persistentStoreOpen)
+    }
+
+    @Test("Coordinators on one database get disjoint primary keys, even reserving at once")
+    func disjointKeys() throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let stores = try (0..<4).map { _ in try Self.coordinator(model, schema: schema).1 }
+        let item = model.entitiesByName["Item"]!
+        let keys = Mutex<[Int64]>([])
+        DispatchQueue.concurrentPerform(iterations: 40) { index in
+            let store = stores[index % stores.count]
+            if let ids = try? store.newObjectIDs(for: item, count: 1 + index % 70) {
+                keys.withLock { $0 += ids.compactMap(\.primaryKey) }
+            }
+        }
+        let all = keys.withLock { $0 }
+        #expect(all.count == (0..<40).reduce(0) { $0 + 1 + $1 % 70 })
+        #expect(Set(all).count == all.count)
+    }
+
+    @Test("A row another coordinator changed fails the save with 133020; merge policies resolve it")
+    func optimisticLocking() throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (first, _) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
+        let (second, _) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
+        let a = ManagedObjectContext(concurrencyType: .privateQueue)
+        a.persistentStoreCoordinator = first
+        let b = ManagedObjectContext(concurrencyType: .privateQueue)
+        b.persistentStoreCoordinator = second
+        let id = try a.performAndWait {
+            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: a)
+            counter.setValue("shared", forKey: "name")
+            try a.save()
+            return counter.objectID
+        }
+        let inB = try b.performAndWait { try b.existingObject(with: id) }
+        b.performAndWait { _ = inB.value(forKey: "value") }
+        try a.performAndWait {
+            try a.existingObject(with: id).setValue(Int64(1), forKey: "value")
+            try a.save()
+        }
+        b.performAndWait { inB.setValue(Int64(2), forKey: "value") }
+        #expect { try b.performAndWait { try b.save() } } throws: { error in
+            (error as? CoreDataError)?.code == .managedObjectMerge
+        }
+        b.mergePolicy = .mergeByPropertyObjectTrump
+        try b.performAndWait { try b.save() }
+        let stored = try a.performAndWait { () -> Int? in
+            a.refreshAllObjects()
+            return try a.existingObject(with: id).value(forKey: "value") as? Int
+        }
+        #expect(stored == 2)
+    }
+
+    @Test("Another coordinator's save arrives by itself: merged into contexts that merge automatically, and announced")
+    func remoteChangesArrive() async throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (writer, _) = try Self.coordinator(model, schema: schema)
+        let (reader, _) = try Self.coordinator(model, schema: schema)
+        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
+        viewContext.persistentStoreCoordinator = reader
+        viewContext.automaticallyMergesChangesFromParent = true
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = writer
+        let id = try writing.performAndWait {
+            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: writing)
+            counter.setValue("c", forKey: "name")
+            try writing.save()
+            return counter.objectID
+        }
+        // The reader holds the object, then the writer changes it and deletes nothing.
+        let held = try viewContext.performAndWait { () -> ManagedObject in
+            let object = try viewContext.existingObject(with: id)
+            #expect(object.value(forKey: "value") as? Int == 0)
+            return object
+        }
+        let announced = Mutex(0)
+        let observer = NotificationCenter.default.addObserver(forName: .persistentStoreRemoteChange, object: reader, queue: nil) { _ in
+            announced.withLock { $0 += 1 }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        // Three changes, each waited for: every one arrives, and (the test process
+        // runs many suites at once) the fastest in well under a second.
+        var latencies: [TimeInterval] = []
+        for value in 41...43 {
+            let start = Date()
+            try writing.performAndWait {
+                try writing.existingObject(with: id).setValue(Int64(value), forKey: "value")
+                try writing.save()
+            }
+            var seen: Int?
+            while Date().timeIntervalSince(start) < 10 {
+                seen = viewContext.performAndWait { held.value(forKey: "value") as? Int }
+                if seen == value { break }
+                try await Task.sleep(nanoseconds: 5_000_000)
+            }
+            #expect(seen == value)
+            latencies.append(Date().timeIntervalSince(start))
+        }
+        #expect(latencies.min()! < 1, "latencies \(latencies)")
+        #expect(announced.withLock { $0 } >= 3)
+        let start = Date()
+        // A delete arrives too: the object leaves the reader's context.
+        try writing.performAndWait {
+            writing.delete(try writing.existingObject(with: id))
+            try writing.save()
+        }
+        var gone = false
+        while Date().timeIntervalSince(start) < 5 && !gone {
+            gone = viewContext.performAndWait { viewContext.registeredObject(for: id) == nil || held.isDeleted }
+            if !gone { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        #expect(gone)
+    }
+
+    @Test("Every real SQLite store moves to PostgreSQL with its objects, values, relationships and UUID",
+          arguments: Fixtures.storesWithModels.map(\.store))
+    func migrateRealStore(_ path: String) throws {
+        let entry = try #require(Fixtures.storesWithModels.first { $0.store == path })
+        let url = try Fixtures.copyStore(path)
+        let model = try XcodeDataModel(contentsOf: Fixtures.url(entry.model)).model(forVersion: entry.version)
+        let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
+        let source = try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let sqlite = try SQLiteStore(url: url, model: model, options: [SQLiteStore.Option.readOnly: "1"])
+        let target = try coordinator.migratePersistentStore(source, to: try PostgreSQLTestServer.url(),
+                                                           options: PostgreSQLTestServer.storeOptions(), type: .postgreSQL)
+        #expect(target.identifier == sqlite.identifier)
+        #expect(coordinator.persistentStores.count == 1)
+        for entity in model.entities where !entity.isAbstract {
+            var fetch = StoreFetch(entity: entity)
+            fetch.includesSubentities = false
+            let expected = try sqlite.fetchRows(fetch).sorted { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
+            let moved = try target.fetchRows(fetch).sorted { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
+            #expect(moved.count == expected.count, "\(entity.name)")
+            for (row, original) in zip(moved, expected) {
+                #expect(row.objectID == original.objectID)
+                for (index, property) in entity.allProperties.enumerated() where !property.isTransient {
+                    if let relationship = property as? RelationshipDescription, relationship.isToMany {
+                        let ids = try target.relatedObjectIDs(of: row.objectID, relationship: relationship)
+                        let originalIDs = try sqlite.relatedObjectIDs(of: original.objectID, relationship: relationship)
+                        #expect(relationship.isOrdered ? ids == originalIDs : Set(ids) == Set(originalIDs),
+                                "\(entity.name).\(property.name)")
+                    } else {
+                        #expect(row.values[index] == original.values[index], "\(entity.name).\(property.name)")
+                    }
+                }
+            }
+        }
+    }
+}
