@@ -6,7 +6,6 @@ import NIOPosix
 import NIOSSL
 import OpenCoreData
 import PostgresNIO
-import Synchronization
 
 /// The connections of one PostgreSQL store: at most `size` open at once, each
 /// set to the store's schema (`search_path`) and statement timeout when it
@@ -27,7 +26,7 @@ final class PostgreSQLConnectionPool: Sendable {
     private let group: any EventLoopGroup
     private let available: DispatchSemaphore
     /// Idle connections, and the ID of the next one opened.
-    private let idle = Mutex<(connections: [PostgresConnection], nextID: Int)>(([], 1))
+    private let idle = Lock<(connections: [PostgresConnection], nextID: Int)>(([], 1))
 
     init(location: PostgreSQLLocation, size: Int) {
         self.location = location

@@ -2,7 +2,6 @@ import Foundation
 import GRDB
 import OpenCoreData
 import PostgresNIO
-import Synchronization
 
 /// Saves announced and heard through PostgreSQL's `NOTIFY` and `LISTEN`.
 ///
@@ -31,7 +30,7 @@ final class PostgreSQLRemoteChanges: Sendable {
         weak var store: PostgreSQLStore?
         weak var coordinator: PersistentStoreCoordinator?
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let queue = DispatchQueue(label: "OpenCoreData.PostgreSQLStore.remoteChanges")
 
     init(storeIdentifier: String) {

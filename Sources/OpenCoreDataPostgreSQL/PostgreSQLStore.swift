@@ -3,7 +3,6 @@ import GRDB
 import OpenCoreData
 import OpenCoreDataPredicates
 import PostgresNIO
-import Synchronization
 
 extension PersistentStoreType {
     /// The PostgreSQL store (``PostgreSQLStore``), from the
@@ -110,9 +109,9 @@ public final class PostgreSQLStore: PersistentStore {
     /// The entities by entity number.
     let entitiesByNumber: [Int: EntityDescription]
     /// Primary keys reserved in `Z_PRIMARYKEY` and not handed out yet, by root entity number.
-    let reservedPrimaryKeys = Mutex<[Int: Range<Int64>]>([:])
+    let reservedPrimaryKeys = Lock<[Int: Range<Int64>]>([:])
     /// The localized sort collations already created in the schema.
-    let collations = Mutex<Set<String>>([])
+    let collations = Lock<Set<String>>([])
     /// This store's saves announced, other coordinators' heard.
     let remoteChanges: PostgreSQLRemoteChanges
     /// Whether the store listens for other coordinators' saves (``Option/remoteChanges``).

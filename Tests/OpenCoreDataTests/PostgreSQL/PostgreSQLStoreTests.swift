@@ -1,7 +1,6 @@
 import Foundation
 import OpenCoreDataPredicates
 import OpenCoreDataPostgreSQL
-import Synchronization
 import Testing
 @testable import OpenCoreData
 
@@ -145,7 +144,7 @@ struct PostgreSQLStoreTests {
         let schema = Self.newSchema()
         let stores = try (0..<4).map { _ in try Self.coordinator(model, schema: schema).1 }
         let item = model.entitiesByName["Item"]!
-        let keys = Mutex<[Int64]>([])
+        let keys = Lock<[Int64]>([])
         DispatchQueue.concurrentPerform(iterations: 40) { index in
             let store = stores[index % stores.count]
             if let ids = try? store.newObjectIDs(for: item, count: 1 + index % 70) {
@@ -215,31 +214,40 @@ struct PostgreSQLStoreTests {
             #expect(object.value(forKey: "value") as? Int == 0)
             return object
         }
-        let announced = Mutex(0)
+        let announced = Lock(0)
         let observer = NotificationCenter.default.addObserver(forName: .persistentStoreRemoteChange, object: reader, queue: nil) { _ in
             announced.withLock { $0 += 1 }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
-        // Three changes, each waited for: every one arrives, and (the test process
-        // runs many suites at once) the fastest in well under a second.
+        // Five changes, each waited for: every one arrives, and the fastest in well
+        // under a second. (The test process runs every suite at once, blocking
+        // threads of Dispatch's pool: under a sanitizer a merge has waited over
+        // ten seconds for a thread.)
         var latencies: [TimeInterval] = []
-        for value in 41...43 {
+        for value in 41...45 {
             let start = Date()
             try writing.performAndWait {
                 try writing.existingObject(with: id).setValue(Int64(value), forKey: "value")
                 try writing.save()
             }
             var seen: Int?
-            while Date().timeIntervalSince(start) < 10 {
+            while Date().timeIntervalSince(start) < 60 {
                 seen = viewContext.performAndWait { held.value(forKey: "value") as? Int }
                 if seen == value { break }
                 try await Task.sleep(nanoseconds: 5_000_000)
             }
-            #expect(seen == value)
+            if seen != value {
+                // What the reader's coordinator reads now, through a new context.
+                let fresh = ManagedObjectContext(concurrencyType: .privateQueue)
+                fresh.persistentStoreCoordinator = reader
+                let stored = try fresh.performAndWait { try fresh.existingObject(with: id).value(forKey: "value") as? Int }
+                let fault = viewContext.performAndWait { held.isFault }
+                Issue.record("change \(value) not merged: \(announced.withLock { $0 }) announcements, held is a fault: \(fault), a new context reads \(String(describing: stored))")
+            }
             latencies.append(Date().timeIntervalSince(start))
         }
         #expect(latencies.min()! < 1, "latencies \(latencies)")
-        #expect(announced.withLock { $0 } >= 3)
+        #expect(announced.withLock { $0 } >= 5)
         let start = Date()
         // A delete arrives too: the object leaves the reader's context.
         try writing.performAndWait {
@@ -247,7 +255,7 @@ struct PostgreSQLStoreTests {
             try writing.save()
         }
         var gone = false
-        while Date().timeIntervalSince(start) < 5 && !gone {
+        while Date().timeIntervalSince(start) < 60 && !gone {
             gone = viewContext.performAndWait { viewContext.registeredObject(for: id) == nil || held.isDeleted }
             if !gone { try await Task.sleep(nanoseconds: 10_000_000) }
         }

@@ -1,7 +1,6 @@
 import Foundation
 import OpenCoreData
 import OpenCoreDataPostgreSQL
-import Synchronization
 
 /// A throwaway PostgreSQL server for the tests: a cluster made with `initdb` in a
 /// temporary folder and started with `pg_ctl` on a free local port, once per
@@ -36,7 +35,7 @@ enum PostgreSQLTestServer {
         }
     }
 
-    private static let reported = Mutex(false)
+    private static let reported = Lock(false)
     private static func reportOnce(_ error: ServerError) {
         let first = reported.withLock { reported -> Bool in
             defer { reported = true }
@@ -93,7 +92,7 @@ enum PostgreSQLTestServer {
         }
     }
 
-    private static let stopCommand = Mutex<(pgctl: String, data: String, user: String?, folder: String)?>(nil)
+    private static let stopCommand = Lock<(pgctl: String, data: String, user: String?, folder: String)?>(nil)
 
     private static func stop() {
         guard let command = stopCommand.withLock({ $0 }) else { return }
