@@ -1,6 +1,12 @@
 // swift-tools-version: 6.1
 import CompilerPluginSupport
+import Foundation
 import PackageDescription
+
+// OCD_WITHOUT_POSTGRESQL=1 leaves out the PostgreSQL store, its dependencies and its
+// tests (CI's AddressSanitizer run does: building postgres-nio, swift-nio-ssl and
+// swift-crypto under a sanitizer costs a quarter of an hour).
+let withPostgreSQL = ProcessInfo.processInfo.environment["OCD_WITHOUT_POSTGRESQL"] != "1"
 
 let package = Package(
     name: "OpenCoreData",
@@ -8,9 +14,6 @@ let package = Package(
     products: [
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
         .library(name: "OpenCoreDataPredicates", targets: ["OpenCoreDataPredicates"]),
-        // The PostgreSQL store: a product of its own, so apps on SQLite alone never
-        // build postgres-nio.
-        .library(name: "OpenCoreDataPostgreSQL", targets: ["OpenCoreDataPostgreSQL"]),
         .executable(name: "ocd", targets: ["ocd"]),
         .executable(name: "OpenCoreDataBenchmarks", targets: ["OpenCoreDataBenchmarks"]),
     ],
@@ -18,9 +21,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
         // `swift package generate-documentation` (DocC); nothing links it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -50,20 +50,6 @@ let package = Package(
                 "OpenCoreDataCSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
-        // Core Data's layout on PostgreSQL, for many app servers on one database.
-        .target(
-            name: "OpenCoreDataPostgreSQL",
-            dependencies: [
-                "OpenCoreData",
-                "OpenCoreDataPredicates",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -113,13 +99,39 @@ let package = Package(
             name: "OpenCoreDataTests",
             dependencies: [
                 "OpenCoreData",
-                "OpenCoreDataPostgreSQL",
                 "OpenCoreDataPredicates",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ],
-            exclude: ["Fixtures"]
+            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL"] : []),
+            exclude: ["Fixtures"],
+            swiftSettings: withPostgreSQL ? [.define("OCD_POSTGRESQL")] : []
         ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+if withPostgreSQL {
+    // The PostgreSQL store: a product of its own, so apps on SQLite alone never
+    // build postgres-nio.
+    package.products.append(.library(name: "OpenCoreDataPostgreSQL", targets: ["OpenCoreDataPostgreSQL"]))
+    package.dependencies += [
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+    ]
+    // Core Data's layout on PostgreSQL, for many app servers on one database.
+    package.targets.append(.target(
+        name: "OpenCoreDataPostgreSQL",
+        dependencies: [
+            "OpenCoreData",
+            "OpenCoreDataPredicates",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: [.swiftLanguageMode(.v6)]
+    ))
+}

@@ -191,8 +191,16 @@ public final class PostgreSQLStore: PersistentStore {
                     try create(session, schema: schema, model: model, configurationName: configurationName,
                                uuid: options[Option.storeUUID])
                 } else if !readOnly {
-                    // Functions of an older version of the store are replaced.
-                    for statement in PostgreSQLSchema.functionStatements { try session.execute(statement) }
+                    // Functions of an older version of the store are replaced, when the
+                    // role may: a role that may only read and write rows keeps the
+                    // functions the store's creator installed.
+                    try session.execute("SAVEPOINT ocd_functions")
+                    do {
+                        for statement in PostgreSQLSchema.functionStatements { try session.execute(statement) }
+                        try session.execute("RELEASE SAVEPOINT ocd_functions")
+                    } catch where PostgreSQLErrors.sqlState(error) == "42501" {
+                        try session.execute("ROLLBACK TO SAVEPOINT ocd_functions")
+                    }
                 }
                 let metadata = try readMetadata(session)
                 try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)

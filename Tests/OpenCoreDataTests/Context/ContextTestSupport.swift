@@ -1,6 +1,8 @@
 import Foundation
 @testable import OpenCoreData
+#if OCD_POSTGRESQL
 import OpenCoreDataPostgreSQL
+#endif
 import OpenCoreDataPredicates
 
 /// Subclasses used by the context tests, with lifecycle hooks that record calls.
@@ -100,4 +102,8 @@ struct TestStack {
 
 /// The store kinds every behaviour test runs on: PostgreSQL's when a server is
 /// available (see ``PostgreSQLTestServer``).
+#if OCD_POSTGRESQL
 let allStoreTypes: [PersistentStoreType] = [.inMemory, .sqlite] + (PostgreSQLTestServer.isAvailable ? [.postgreSQL] : [])
+#else
+let allStoreTypes: [PersistentStoreType] = [.inMemory, .sqlite]
+#endif

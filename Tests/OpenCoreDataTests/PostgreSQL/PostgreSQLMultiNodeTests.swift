@@ -1,3 +1,4 @@
+#if OCD_POSTGRESQL
 import Foundation
 import OpenCoreDataPredicates
 import OpenCoreDataPostgreSQL
@@ -150,3 +151,4 @@ struct PostgreSQLMultiNodeTests {
         #expect(try Self.totals(coordinator).sum == expected + 1)
     }
 }
+#endif

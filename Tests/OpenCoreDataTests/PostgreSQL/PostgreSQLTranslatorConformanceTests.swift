@@ -1,3 +1,4 @@
+#if OCD_POSTGRESQL
 import Foundation
 import OpenCoreDataPredicates
 import OpenCoreDataPostgreSQL
@@ -123,3 +124,4 @@ struct PostgreSQLTranslatorConformanceTests {
         }
     }
 }
+#endif

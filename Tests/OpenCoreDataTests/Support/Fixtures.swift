@@ -1,7 +1,9 @@
 import Foundation
 import GRDB
 import OpenCoreData
+#if OCD_POSTGRESQL
 import OpenCoreDataPostgreSQL
+#endif
 import Testing
 
 /// The Apple-written fixtures kept in Tests/OpenCoreDataTests/Fixtures (see its
@@ -89,10 +91,12 @@ enum Fixtures {
     /// or a PostgreSQL store in a new schema of the test server.
     @discardableResult
     static func addStore(type: PersistentStoreType, to coordinator: PersistentStoreCoordinator) throws -> any PersistentStore {
+        #if OCD_POSTGRESQL
         if type == .postgreSQL {
             return try coordinator.addPersistentStore(type: .postgreSQL, at: try PostgreSQLTestServer.url(),
                                                       options: PostgreSQLTestServer.storeOptions())
         }
+        #endif
         return try coordinator.addPersistentStore(type: type)
     }
 

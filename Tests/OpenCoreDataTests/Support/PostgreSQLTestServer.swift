@@ -1,3 +1,4 @@
+#if OCD_POSTGRESQL
 import Foundation
 import OpenCoreData
 import OpenCoreDataPostgreSQL
@@ -160,3 +161,4 @@ enum PostgreSQLTestServer {
         return text
     }
 }
+#endif
