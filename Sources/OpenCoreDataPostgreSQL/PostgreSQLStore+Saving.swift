@@ -137,8 +137,8 @@ extension PostgreSQLStore {
             case (.composite(let columns), .attribute(let value)):
                 guard let composite = property as? CompositeAttributeDescription else { continue }
                 for (path, column) in columns {
-                    let element = compositeElement(value, path: path)
-                    let type = compositeElementType(composite, path: path)
+                    let element = composite.element(of: value, path: path)
+                    let type = composite.elementType(path: path)
                     result.append((column, type.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null))
                 }
             case (.toOne(let column, let entityColumn, _), .toOne(let id)):
@@ -151,26 +151,6 @@ extension PostgreSQLStore {
             }
         }
         return result
-    }
-
-    private func compositeElement(_ value: AttributeValue, path: String) -> AttributeValue {
-        var current = value
-        for part in path.split(separator: ".") {
-            guard case .dictionary(let dictionary) = current else { return .null }
-            current = dictionary[String(part)] ?? .null
-        }
-        return current
-    }
-
-    private func compositeElementType(_ composite: CompositeAttributeDescription, path: String) -> AttributeType? {
-        var elements = composite.elements
-        var type: AttributeType?
-        for part in path.split(separator: ".") {
-            guard let element = elements.first(where: { $0.name == part }) else { return nil }
-            type = element.attributeType
-            elements = (element as? CompositeAttributeDescription)?.elements ?? []
-        }
-        return type
     }
 
     /// Writes the to-many relationships of a row stored outside it: join-table

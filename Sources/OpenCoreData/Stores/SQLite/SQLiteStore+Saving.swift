@@ -162,8 +162,8 @@ extension SQLiteStore {
         case (.composite(let columns), .attribute(let value)):
             guard let composite = property as? CompositeAttributeDescription else { return }
             for (path, column) in columns {
-                let element = compositeElement(value, path: path)
-                let elementType = compositeElementType(composite, path: path)
+                let element = composite.element(of: value, path: path)
+                let elementType = composite.elementType(path: path)
                 try append((column, elementType.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null))
             }
         case (.toOne(let column, let entityColumn, _), .toOne(let id)):
@@ -174,26 +174,6 @@ extension SQLiteStore {
         default:
             return
         }
-    }
-
-    private func compositeElement(_ value: AttributeValue, path: String) -> AttributeValue {
-        var current = value
-        for part in path.split(separator: ".") {
-            guard case .dictionary(let dictionary) = current else { return .null }
-            current = dictionary[String(part)] ?? .null
-        }
-        return current
-    }
-
-    private func compositeElementType(_ composite: CompositeAttributeDescription, path: String) -> AttributeType? {
-        var elements = composite.elements
-        var type: AttributeType?
-        for part in path.split(separator: ".") {
-            guard let element = elements.first(where: { $0.name == part }) else { return nil }
-            type = element.attributeType
-            elements = (element as? CompositeAttributeDescription)?.elements ?? []
-        }
-        return type
     }
 
     /// The columns a plan assigns from a row's values, in parameter order, and
