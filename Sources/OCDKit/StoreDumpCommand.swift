@@ -89,9 +89,7 @@ struct StoreDumper {
     func dump(format: DumpFormat, output: String?) throws {
         let (context, store) = try openStore(path, modelPath: modelPath)
         let model = try require_(context.persistentStoreCoordinator?.managedObjectModel, "no model")
-        var configuration = Configuration()
-        configuration.readonly = true
-        let keys = try DatabaseQueue(path: path, configuration: configuration)
+        let keys = try DatabaseQueue(path: path, configuration: .readOnlyLook("ocd.dump.keys"))
         defer { try? keys.close() }
 
         // The entities with rows of their own, and their counts (for the header and

@@ -211,9 +211,7 @@ extension PersistentStoreCoordinator {
         }
         do {
             try fileManager.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
-            var readOnly = Configuration()
-            readOnly.readonly = true
-            let sourceQueue = try DatabaseQueue(path: source.path, configuration: readOnly)
+            let sourceQueue = try DatabaseQueue(path: source.path, configuration: .readOnlyLook("OpenCoreData.migratePersistentStore.source"))
             defer { try? sourceQueue.close() }
             let copyQueue = try DatabaseQueue(path: temporary.path)
             try sourceQueue.backup(to: copyQueue)

@@ -77,9 +77,7 @@ final class SQLiteStoreSnapshot: Sendable {
 
     init(store: SQLiteStore) throws {
         guard let url = store.url else { throw QueryGeneration.unsupported(store) }
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.label = "OpenCoreData.QueryGeneration"
+        var configuration = Configuration.readOnlyLook("OpenCoreData.QueryGeneration")
         // The transaction stays open between reads on purpose: it is the generation.
         configuration.allowsUnsafeTransactions = true
         configuration.prepareDatabase { db in SQLiteFunctions.registerFunctions(db) }

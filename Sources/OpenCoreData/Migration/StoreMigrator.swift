@@ -83,10 +83,7 @@ public enum StoreMigrator {
         do {
             // 1. The copy.
             do {
-                var readOnly = Configuration()
-                readOnly.readonly = true
-                readOnly.label = "OpenCoreData.StoreMigrator.source"
-                let sourceQueue = try DatabaseQueue(path: url.path, configuration: readOnly)
+                let sourceQueue = try DatabaseQueue(path: url.path, configuration: .readOnlyLook("OpenCoreData.StoreMigrator.source"))
                 defer { try? sourceQueue.close() }
                 let copyQueue = try DatabaseQueue(path: copy.path)
                 defer { try? copyQueue.close() }

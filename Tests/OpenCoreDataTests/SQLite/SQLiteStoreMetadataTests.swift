@@ -30,6 +30,36 @@ struct SQLiteStoreMetadataTests {
         try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model)
     }
 
+    @Test("Reading the metadata waits for a connection that holds the store locked for a moment, instead of failing")
+    func metadataWaitsForALock() throws {
+        let store = try #require(Self.stores.first)
+        let url = try Fixtures.copyStore(store)
+        defer { SQLiteTestSupport.remove(url) }
+        // Another connection takes the exclusive lock (as a closing store's
+        // checkpoint or a rollback-journal commit does) and lets it go 0.3 s later.
+        var held = Configuration()
+        held.allowsUnsafeTransactions = true
+        let locker = try DatabaseQueue(path: url.path, configuration: held)
+        try locker.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA journal_mode = DELETE")
+            try db.execute(sql: "BEGIN EXCLUSIVE")
+        }
+        // A thread of its own: the suite's blocking tests can hold every thread of
+        // Dispatch's pool for longer than the wait.
+        let released = DispatchSemaphore(value: 0)
+        Thread {
+            Thread.sleep(forTimeInterval: 0.3)
+            try? locker.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
+            released.signal()
+        }.start()
+        let start = Date()
+        let metadata = try SQLiteStoreMetadata.read(at: url)
+        #expect(Date().timeIntervalSince(start) >= 0.2)
+        #expect(metadata["NSStoreType"] as? String == "SQLite")
+        released.wait()
+        try locker.close()
+    }
+
     @Test("A created store's metadata round-trips and is compatible with its model", arguments: stores)
     func createdMetadata(store: String) throws {
         let entry = try #require(SQLiteTestSupport.entry(store))

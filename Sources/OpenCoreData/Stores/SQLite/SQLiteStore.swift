@@ -747,11 +747,9 @@ extension SQLiteStore {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)
         }
-        var configuration = Configuration()
-        configuration.readonly = true
         let blob: Data?
         do {
-            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            let queue = try DatabaseQueue(path: url.path, configuration: .readOnlyLook("OpenCoreData.SQLiteStore.modelCache"))
             defer { try? queue.close() }
             blob = try queue.read { db -> Data? in
                 guard try db.tableExists("Z_MODELCACHE") else { return nil }

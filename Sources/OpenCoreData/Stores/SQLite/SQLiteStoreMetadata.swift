@@ -55,10 +55,7 @@ public enum SQLiteStoreMetadata {
             throw CoreDataError(.fileReadNoSuchFile, "No store file at \(url.path)", url: url)
         }
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.label = "OpenCoreData.SQLiteStoreMetadata"
-            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            let queue = try DatabaseQueue(path: url.path, configuration: .readOnlyLook("OpenCoreData.SQLiteStoreMetadata"))
             defer { try? queue.close() }
             return try queue.read { db in try read(from: db, url: url) }
         } catch {

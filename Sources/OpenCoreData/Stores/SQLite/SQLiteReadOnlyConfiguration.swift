@@ -1,0 +1,23 @@
+import GRDB
+
+extension Configuration {
+    /// The configuration of a short read-only look at a store file (its metadata,
+    /// its model cache, a copy's source), labelled `label`.
+    ///
+    /// Another connection may hold a lock for a moment even in WAL mode: a store
+    /// closing checkpoints its `-wal` under an exclusive lock, a rollback-journal
+    /// store locks readers out while it commits. Such a look waits for it, up to
+    /// `timeout` seconds, as the store itself does (`NSPersistentStoreTimeoutOption`),
+    /// instead of failing with `SQLITE_BUSY` at once.
+    ///
+    /// ```swift
+    /// let queue = try DatabaseQueue(path: url.path, configuration: .readOnlyLook("OpenCoreData.SQLiteStoreMetadata"))
+    /// ```
+    package static func readOnlyLook(_ label: String, timeout: Double = 30) -> Configuration {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = label
+        configuration.busyMode = .timeout(timeout)
+        return configuration
+    }
+}
