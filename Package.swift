@@ -61,7 +61,9 @@ let package = Package(
                 "OpenCoreDataPredicates",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL"] : []),
+            // `ocd` reads PostgreSQL stores (postgres:// URLs) when built with them.
+            swiftSettings: withPostgreSQL ? [.define("OCD_POSTGRESQL")] : []
         ),
         .executableTarget(name: "ocd", dependencies: ["OCDKit"]),
         // The benchmark suite (Benchmarks/run; not part of `swift test`): OpenCoreData
@@ -102,7 +104,7 @@ let package = Package(
                 "OpenCoreDataPredicates",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL"] : []),
+            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL", "OCDKit", .product(name: "ArgumentParser", package: "swift-argument-parser")] : []),
             exclude: ["Fixtures"],
             swiftSettings: withPostgreSQL ? [.define("OCD_POSTGRESQL")] : []
         ),
@@ -134,4 +136,26 @@ if withPostgreSQL {
         ],
         swiftSettings: [.swiftLanguageMode(.v6)]
     ))
+}
+
+// OCD_BENCHMARK_POSTGRESQL=1 (set by `Benchmarks/run --postgresql`, with a build
+// folder of its own) adds the PostgreSQL workloads to the benchmark executable:
+// OpenCoreData's PostgreSQL store against raw postgres-nio and Fluent. Neither
+// `swift test` nor CI builds Fluent.
+if withPostgreSQL && ProcessInfo.processInfo.environment["OCD_BENCHMARK_POSTGRESQL"] == "1" {
+    package.dependencies += [
+        .package(url: "https://github.com/vapor/fluent-kit", from: "1.57.0"),
+        .package(url: "https://github.com/vapor/fluent-postgres-driver", from: "2.14.0"),
+    ]
+    if let index = package.targets.firstIndex(where: { $0.name == "OpenCoreDataBenchmarks" }) {
+        package.targets[index].dependencies += [
+            "OpenCoreDataPostgreSQL",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "FluentKit", package: "fluent-kit"),
+            .product(name: "FluentPostgresDriver", package: "fluent-postgres-driver"),
+        ]
+        package.targets[index].swiftSettings = (package.targets[index].swiftSettings ?? []) + [.define("OCD_BENCHMARK_POSTGRESQL")]
+    }
 }

@@ -12,8 +12,24 @@ func loadModel(_ path: String) throws -> ManagedObjectModel {
     return try XcodeDataModel(contentsOf: url).currentModel()
 }
 
-/// Opens a store read-only, with `modelPath` or the model cached in the store.
-func openStore(_ path: String, modelPath: String?) throws -> (ManagedObjectContext, SQLiteStore) {
+/// Whether `path` names a PostgreSQL store (`postgres://user@host:port/database`,
+/// with `?schema=name` for a schema other than `public`) rather than a file.
+func isPostgreSQLURL(_ path: String) -> Bool {
+    let lowered = path.lowercased()
+    return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
+}
+
+/// Opens a store read-only, with `modelPath` or the model cached in the store: a
+/// SQLite file, or a PostgreSQL store named by its URL.
+func openStore(_ path: String, modelPath: String?) throws -> (ManagedObjectContext, any PersistentStore) {
+    if isPostgreSQLURL(path) { return try openPostgreSQLStore(path, modelPath: modelPath) }
+    let (context, store) = try openSQLiteStore(path, modelPath: modelPath)
+    return (context, store)
+}
+
+/// Opens a SQLite store file read-only, with `modelPath` or the model cached in the store.
+func openSQLiteStore(_ path: String, modelPath: String?) throws -> (ManagedObjectContext, SQLiteStore) {
+    if isPostgreSQLURL(path) { throw CommandFailure("\(path) is a PostgreSQL store: this command reads SQLite store files") }
     let url = URL(fileURLWithPath: path)
     guard FileManager.default.fileExists(atPath: url.path) else {
         throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)
@@ -26,6 +42,14 @@ func openStore(_ path: String, modelPath: String?) throws -> (ManagedObjectConte
     let context = ManagedObjectContext(concurrencyType: .mainQueue)
     context.persistentStoreCoordinator = coordinator
     return (context, sqlite)
+}
+
+/// A store's metadata by Core Data's keys, as Foundation values.
+func storeMetadata(_ path: String, _ store: any PersistentStore) throws -> [String: Any] {
+    if let sqlite = store as? SQLiteStore, let url = sqlite.url { return try SQLiteStoreMetadata.read(at: url) }
+    var metadata: [String: Any] = ["NSStoreUUID": store.identifier]
+    for (key, value) in store.metadata { metadata[key] = value.nativeValue ?? NSNull() }
+    return metadata
 }
 
 func printJSON(_ value: Any) throws {
@@ -58,7 +82,7 @@ struct StoreCommand: ParsableCommand {
 
     struct Info: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a store's metadata and its objects per entity.")
-        @Argument(help: "The store file.") var path: String
+        @Argument(help: "The store file, or a PostgreSQL store's URL (postgres://user@host:port/database?schema=name).") var path: String
         @Option(help: "The model; without it, the model cached in the store.") var model: String?
         @Flag(help: "Print JSON.") var json = false
 
@@ -72,7 +96,7 @@ struct StoreCommand: ParsableCommand {
                     request.includesSubentities = false
                     entities.append(["name": entity.name, "rows": try context.count(for: request)])
                 }
-                let metadata = try SQLiteStoreMetadata.read(at: URL(fileURLWithPath: path))
+                let metadata = try storeMetadata(path, store)
                 if json {
                     var plain: [String: Any] = [:]
                     for (key, value) in metadata { plain[key] = ModelReport.jsonValue(AttributeValue(anyValue: value)) }
@@ -102,7 +126,7 @@ struct FetchCommand: ParsableCommand {
         commandName: "fetch",
         abstract: "Fetch objects from a store with a predicate and a sort."
     )
-    @Argument(help: "The store file.") var path: String
+    @Argument(help: "The store file, or a PostgreSQL store's URL (postgres://user@host:port/database?schema=name).") var path: String
     @Option(help: "The model; without it, the model cached in the store.") var model: String?
     @Option(help: "The entity to fetch (subentities included).") var entity: String
     @Option(help: "A predicate in Core Data's format language.") var predicate: String?

@@ -87,7 +87,7 @@ struct StoreDumper {
     let batchSize: Int
 
     func dump(format: DumpFormat, output: String?) throws {
-        let (context, store) = try openStore(path, modelPath: modelPath)
+        let (context, store) = try openSQLiteStore(path, modelPath: modelPath)
         let model = try require_(context.persistentStoreCoordinator?.managedObjectModel, "no model")
         let keys = try DatabaseQueue(path: path, configuration: .readOnlyLook("ocd.dump.keys"))
         defer { try? keys.close() }

@@ -5,7 +5,8 @@ import PostgresNIO
 
 /// Where a PostgreSQL store lives: the server, the database, the schema holding
 /// the store's tables, and how to connect, read from a store URL
-/// (`postgres://user:password@host:port/database`) and the store's options.
+/// (`postgres://user:password@host:port/database`, optionally `?schema=name`) and
+/// the store's options.
 ///
 /// ```swift
 /// let url = URL(string: "postgres://app@db.internal:5432/moody")!
@@ -48,7 +49,10 @@ struct PostgreSQLLocation: Sendable, CustomStringConvertible {
         self.username = url.user?.removingPercentEncoding ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
         self.password = url.password?.removingPercentEncoding
         self.database = database.removingPercentEncoding ?? database
-        let schema = options[PostgreSQLStore.Option.schema] ?? "public"
+        // The schema: the option, else the URL's `?schema=` (so that a URL alone can
+        // name a store, as a path names a file), else `public`.
+        let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems
+        let schema = options[PostgreSQLStore.Option.schema] ?? query?.first(where: { $0.name == "schema" })?.value ?? "public"
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw CoreDataError(.persistentStoreOpen, "Invalid PostgreSQL schema name '\(schema)' (1 to 63 bytes, no NUL)", url: url)
         }

@@ -95,6 +95,69 @@ extension PostgreSQLStore {
         }
     }
 
+    /// The destination rows of a to-many relationship for every source in one
+    /// statement (per 5,000 sources): what firing a to-many fault and prefetching
+    /// read, instead of one statement per source and per destination row.
+    public func relatedRows(of objectIDs: [ManagedObjectID], relationship: RelationshipDescription) throws -> [[RowSnapshot]]? {
+        guard let destination = relationship.destinationEntity, let destinationTable = schema.table(for: destination) else { return nil }
+        var result = Array(repeating: [RowSnapshot](), count: objectIDs.count)
+        // The sources by entity (the relationship's storage is the source entity's),
+        // each key with every position it has in `objectIDs`.
+        var groups: [(entity: EntityDescription, keys: [Int64], positions: [Int64: [Int]])] = []
+        for (position, id) in objectIDs.enumerated() {
+            guard let pk = id.primaryKey else { continue }
+            let group: Int
+            if let found = groups.firstIndex(where: { $0.entity === id.entity }) {
+                group = found
+            } else {
+                groups.append((id.entity, [], [:]))
+                group = groups.count - 1
+            }
+            if groups[group].positions[pk] == nil { groups[group].keys.append(pk) }
+            groups[group].positions[pk, default: []].append(position)
+        }
+        var fetch = StoreFetch(entity: destination)
+        fetch.includesSubentities = true
+        let columns = try translator.selectedColumns(for: fetch, properties: nil)
+        let entityColumn = translator.entityColumn(for: fetch, restricted: false)
+        let q = SQLiteIdentifier.quoted
+        var select = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
+        for column in columns { select += ", t0." + q(column.columnName) }
+        let keyColumn = 3 + columns.count
+        for group in groups {
+            guard let storage = schema.storage(for: relationship, in: group.entity) else { return nil }
+            let source: String, from: String, order: String
+            switch storage {
+            case .toMany(let table, let foreignKey, let orderColumn):
+                source = "t0." + q(foreignKey)
+                from = q(table) + " t0"
+                order = orderColumn.map { "t0." + q($0) + " NULLS FIRST, " } ?? ""
+            case .joinTable(let join):
+                source = "j." + q(join.sourceColumn)
+                from = "\(q(join.tableName)) j JOIN \(q(destinationTable)) t0 ON t0.Z_PK = j.\(q(join.destinationColumn))"
+                order = join.orderColumn.map { "j." + q($0) + " NULLS FIRST, " } ?? ""
+            default:
+                return nil
+            }
+            var start = 0
+            while start < group.keys.count {
+                let keys = group.keys[start..<min(group.keys.count, start + 5_000)]
+                start += keys.count
+                let sql = select + ", \(source) FROM \(from) WHERE \(source) IN ("
+                    + Array(repeating: "?", count: keys.count).joined(separator: ", ") + ") ORDER BY \(source), \(order)t0.Z_PK"
+                try withSession("reading \(relationship.name) of \(objectIDs.count) objects") { session in
+                    var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
+                    for row in try session.query(sql, keys.map(\.databaseValue)) {
+                        let owner = PostgreSQLValues.int64(row.makeRandomAccess()[keyColumn])
+                        guard let snapshot = try reader.snapshot(row) else { continue }
+                        for position in group.positions[owner] ?? [] { result[position].append(snapshot) }
+                    }
+                }
+            }
+        }
+        return result
+    }
+
     // MARK: Primary keys
 
     public func newObjectIDs(for entity: EntityDescription, count: Int) throws -> [ManagedObjectID] {

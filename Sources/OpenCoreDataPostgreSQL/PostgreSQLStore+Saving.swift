@@ -30,39 +30,136 @@ extension PostgreSQLStore {
 
     private func write(_ changes: SaveChanges, _ session: PostgreSQLSession) throws {
         try insert(changes.inserted, session)
-        for row in changes.updated {
-            guard let pk = row.objectID.primaryKey else { continue }
-            let indexes = changes.changedProperties[row.objectID] ?? Array(row.values.indices)
-            let assignments = try self.assignments(row, indexes: indexes)
-            var sets = ["Z_OPT = Z_OPT + 1"]
-            var arguments: [DatabaseValue] = []
-            for (column, value) in assignments {
-                sets.append("\(SQLiteIdentifier.quoted(column)) = ?")
-                arguments.append(value)
-            }
-            arguments += [pk.databaseValue, row.version.databaseValue]
-            let changed = try session.execute("UPDATE \(try table(row.objectID)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?",
-                                              arguments)
-            if changed != 1 { throw versionConflict(row.objectID) }
-        }
-        for (id, version) in changes.deleted {
-            guard let pk = id.primaryKey else { continue }
-            let table = try table(id)
-            let changed = version > 0
-                ? try session.execute("DELETE FROM \(table) WHERE Z_PK = ? AND Z_OPT = ?", [pk.databaseValue, version.databaseValue])
-                : try session.execute("DELETE FROM \(table) WHERE Z_PK = ?", [pk.databaseValue])
-            if version > 0 && changed != 1 { throw versionConflict(id) }
-            for property in id.entity.allProperties {
-                guard let relationship = property as? RelationshipDescription,
-                      case .joinTable(let join)? = schema.storage(for: relationship, in: id.entity) else { continue }
-                try session.execute("DELETE FROM \(SQLiteIdentifier.quoted(join.tableName)) WHERE \(SQLiteIdentifier.quoted(join.sourceColumn)) = ?",
-                                    [pk.databaseValue])
-            }
-        }
+        try update(changes.updated, changedProperties: changes.changedProperties, session)
+        try delete(changes.deleted, session)
         for row in changes.inserted { try writeToMany(row, changed: nil, session) }
         for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], session) }
         try remoteChanges.announce(changes, of: self, session)
         PostgreSQLStore.faultPoint("before-commit")
+    }
+
+    /// The most rows one `UPDATE ... FROM (VALUES ...)` or `DELETE ... USING
+    /// (VALUES ...)` names (PostgreSQL takes at most 65,535 parameters).
+    static let rowsPerStatement = 5_000
+
+    /// Updates rows that change the same columns of the same table together: one
+    /// `UPDATE ... FROM (VALUES ...)` per group (and per `rowsPerStatement`), each
+    /// row matched by key and read version. A statement that changes fewer rows
+    /// than it names met a version conflict.
+    private func update(_ rows: [RowSnapshot], changedProperties: [ManagedObjectID: [Int]], _ session: PostgreSQLSession) throws {
+        struct Group {
+            let table: String
+            let columns: [String]
+            var rows: [(pk: Int64, version: Int64, values: [DatabaseValue])] = []
+        }
+        var groups: [Group] = []
+        var index: [String: Int] = [:]
+        for row in rows {
+            guard let pk = row.objectID.primaryKey else { continue }
+            let indexes = changedProperties[row.objectID] ?? Array(row.values.indices)
+            let assignments = try self.assignments(row, indexes: indexes)
+            let table = try self.table(row.objectID)
+            let columns = assignments.map(\.0)
+            let key = table + "\u{0}" + columns.joined(separator: "\u{0}")
+            let group: Int
+            if let known = index[key] {
+                group = known
+            } else {
+                groups.append(Group(table: table, columns: columns))
+                group = groups.count - 1
+                index[key] = group
+            }
+            groups[group].rows.append((pk, row.version, assignments.map(\.1)))
+        }
+        let q = SQLiteIdentifier.quoted
+        for group in groups {
+            let types = try group.columns.map { try columnType(group.table, $0) }
+            let sets = ["Z_OPT = t.Z_OPT + 1"] + group.columns.enumerated().map { "\(q($0.element)) = v.c\($0.offset)" }
+            let names = ["pk", "opt"] + group.columns.indices.map { "c\($0)" }
+            let tuple = "(?::BIGINT, ?::BIGINT" + types.map { ", ?::" + $0 }.joined() + ")"
+            let perStatement = max(1, min(PostgreSQLStore.rowsPerStatement, 60_000 / (group.columns.count + 2)))
+            var start = 0
+            while start < group.rows.count {
+                let chunk = group.rows[start..<min(group.rows.count, start + perStatement)]
+                start += chunk.count
+                var arguments: [DatabaseValue] = []
+                arguments.reserveCapacity(chunk.count * (group.columns.count + 2))
+                for row in chunk { arguments += [row.pk.databaseValue, row.version.databaseValue] + row.values }
+                let sql = "UPDATE \(group.table) t SET \(sets.joined(separator: ", ")) FROM (VALUES "
+                    + Array(repeating: tuple, count: chunk.count).joined(separator: ", ")
+                    + ") AS v(\(names.joined(separator: ", "))) WHERE t.Z_PK = v.pk AND t.Z_OPT = v.opt"
+                if try session.execute(sql, arguments) != chunk.count { throw versionConflict(count: chunk.count) }
+            }
+        }
+    }
+
+    /// Deletes rows by table: one `DELETE ... USING (VALUES ...)` per table (and
+    /// per `rowsPerStatement`) for rows read at a version, one `DELETE ... WHERE
+    /// Z_PK IN (...)` for the others; then their join-table rows.
+    private func delete(_ deleted: [(ManagedObjectID, Int64)], _ session: PostgreSQLSession) throws {
+        var byTable: [(table: String, entities: [EntityDescription], checked: [(Int64, Int64)], unchecked: [Int64])] = []
+        var index: [String: Int] = [:]
+        for (id, version) in deleted {
+            guard let pk = id.primaryKey else { continue }
+            let table = try self.table(id)
+            let position: Int
+            if let known = index[table] {
+                position = known
+            } else {
+                byTable.append((table, [], [], []))
+                position = byTable.count - 1
+                index[table] = position
+            }
+            if !byTable[position].entities.contains(where: { $0 === id.entity }) { byTable[position].entities.append(id.entity) }
+            if version > 0 { byTable[position].checked.append((pk, version)) } else { byTable[position].unchecked.append(pk) }
+        }
+        let q = SQLiteIdentifier.quoted
+        for group in byTable {
+            var start = 0
+            while start < group.checked.count {
+                let chunk = group.checked[start..<min(group.checked.count, start + PostgreSQLStore.rowsPerStatement)]
+                start += chunk.count
+                let sql = "DELETE FROM \(group.table) t USING (VALUES "
+                    + Array(repeating: "(?::BIGINT, ?::BIGINT)", count: chunk.count).joined(separator: ", ")
+                    + ") AS v(pk, opt) WHERE t.Z_PK = v.pk AND t.Z_OPT = v.opt"
+                let arguments = chunk.flatMap { [$0.0.databaseValue, $0.1.databaseValue] }
+                if try session.execute(sql, arguments) != chunk.count { throw versionConflict(count: chunk.count) }
+            }
+            let keys = group.checked.map(\.0) + group.unchecked
+            // Join-table rows of the deleted sources.
+            var joins: [String: String] = [:]
+            for entity in group.entities {
+                for property in entity.allProperties {
+                    guard let relationship = property as? RelationshipDescription,
+                          case .joinTable(let join)? = schema.storage(for: relationship, in: entity) else { continue }
+                    joins[join.tableName] = join.sourceColumn
+                }
+            }
+            var statements = joins.sorted { $0.key < $1.key }.map { "DELETE FROM \(q($0.key)) WHERE \(q($0.value)) IN " }
+            if !group.unchecked.isEmpty { statements.insert("DELETE FROM \(group.table) WHERE Z_PK IN ", at: 0) }
+            for statement in statements {
+                var start = 0
+                let source = statement.hasPrefix("DELETE FROM \(group.table) ") ? group.unchecked : keys
+                while start < source.count {
+                    let chunk = source[start..<min(source.count, start + PostgreSQLStore.rowsPerStatement * 4)]
+                    start += chunk.count
+                    try session.execute(statement + "(" + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")",
+                                        chunk.map(\.databaseValue))
+                }
+            }
+        }
+    }
+
+    /// The PostgreSQL type of a column (for the casts of a `VALUES` list, whose
+    /// parameters have no column to take their type from).
+    private func columnType(_ quotedTable: String, _ column: String) throws -> String {
+        let key = SQLiteIdentifier.key(column)
+        for table in schema.tables where SQLiteIdentifier.quoted(table.name) == quotedTable {
+            if let found = table.columns.first(where: { SQLiteIdentifier.key($0.name) == key }) {
+                return PostgreSQLSchema.columnType(found.declaredType)
+            }
+        }
+        throw CoreDataError(.persistentStoreSave, "The store's table \(quotedTable) has no column \(column)")
     }
 
     /// A test hook: when `OCD_POSTGRESQL_FAULT` names `point`, the process ends
@@ -217,9 +314,10 @@ extension PostgreSQLStore {
         return SQLiteIdentifier.quoted(table)
     }
 
-    private func versionConflict(_ id: ManagedObjectID) -> CoreDataError {
-        CoreDataError(.managedObjectMerge, "Optimistic locking failure: \(id) changed in the store since it was read",
-                      entityName: id.entityName, objectDescription: id.description)
+    /// A statement changed fewer than its `count` rows: some changed or went since
+    /// they were read (`save` rolls back, then lists which with `checkVersions`).
+    private func versionConflict(count: Int) -> CoreDataError {
+        CoreDataError(.managedObjectMerge, "Optimistic locking failure: of \(count) rows, some changed in the store since they were read")
     }
 
     /// Throws 133020 listing every row whose stored version is not the one it was read at.

@@ -256,6 +256,46 @@ public final class PostgreSQLStore: PersistentStore {
         return metadata
     }
 
+    /// The model cached in the store's `Z_MODELCACHE` (written when the store was
+    /// created): what opens a store without its model files, as
+    /// `SQLiteStore.storedModel(at:)` does for a file.
+    ///
+    /// ```swift
+    /// let url = URL(string: "postgres://app@db.internal/moody?schema=tenant_42")!
+    /// let model = try PostgreSQLStore.storedModel(at: url)
+    /// try coordinator.addPersistentStore(type: .postgreSQL, at: url)   // with that model
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - url: The store's URL.
+    ///   - options: The store's options (its schema, TLS, timeout).
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/persistentStoreOpen``
+    ///   (134080) when the server or the store can't be reached;
+    ///   ``CoreDataError/Code/migrationMissingSourceModel`` (134130) when the store
+    ///   has no model cache.
+    public static func storedModel(at url: URL, options: [String: String] = [:]) throws -> ManagedObjectModel {
+        let location = try PostgreSQLLocation(url: url, options: options)
+        let pool = PostgreSQLConnectionPool(location: location, size: 1)
+        let blob: Data?
+        do {
+            blob = try pool.withSession { session -> Data? in
+                let exists = try session.query(
+                    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = ? AND table_name IN ('z_modelcache', 'Z_MODELCACHE')",
+                    [location.schema.databaseValue]).first?.int64(0) ?? 0
+                guard exists > 0, let row = try session.query("SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1").first else { return nil }
+                guard case .blob(let data) = PostgreSQLValues.databaseValue(row.makeRandomAccess()[0]).storage else { return nil }
+                return data
+            }
+        } catch {
+            throw PostgreSQLErrors.coreDataError(error, code: .persistentStoreOpen, doing: "reading the model cache of \(location)", url: url)
+        }
+        guard let blob, !blob.isEmpty else {
+            throw CoreDataError(.migrationMissingSourceModel, "The PostgreSQL store \(location) has no model cache (Z_MODELCACHE); open it with its model",
+                                url: url)
+        }
+        return try ManagedObjectModel(modelCacheData: blob)
+    }
+
     /// The store's `Z_PRIMARYKEY` entity numbers must be the layout's: rows are
     /// read and written by them.
     private static func checkEntityNumbers(_ session: PostgreSQLSession, schema: SQLiteSchema, url: URL?) throws {

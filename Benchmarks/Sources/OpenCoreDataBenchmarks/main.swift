@@ -9,6 +9,7 @@ import OpenCoreData
 //   OpenCoreDataBenchmarks version
 //   OpenCoreDataBenchmarks workloads
 //   OpenCoreDataBenchmarks prepare --dir D --count N
+//   OpenCoreDataBenchmarks pg-prepare|pg-run ...   (PostgreSQL: PostgreSQL/PostgreSQLCommands.swift)
 //   OpenCoreDataBenchmarks run --workload W [--peers raw,opencoredata,grdb]
 //                              [--count N] [--runs 7] [--warmup 1] [--synchronous NORMAL] --dir D
 //
@@ -154,6 +155,18 @@ func run(_ options: Options) throws {
     let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
     print(String(decoding: json, as: UTF8.self))
 }
+
+#if OCD_BENCHMARK_POSTGRESQL
+if let command = CommandLine.arguments.dropFirst().first, command.hasPrefix("pg-") {
+    do {
+        try PGCommands.run(Array(CommandLine.arguments.dropFirst()))
+        exit(0)
+    } catch {
+        log("error: \(error)")
+        exit(1)
+    }
+}
+#endif
 
 do {
     let options = try Options(Array(CommandLine.arguments.dropFirst()))

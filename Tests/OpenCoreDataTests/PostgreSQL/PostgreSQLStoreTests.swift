@@ -1,8 +1,10 @@
 #if OCD_POSTGRESQL
+import ArgumentParser
 import Foundation
 import OpenCoreDataPredicates
 import OpenCoreDataPostgreSQL
 import Testing
+@testable import OCDKit
 @testable import OpenCoreData
 
 /// The PostgreSQL store's own behaviour: opening and creating, its layout and
@@ -271,6 +273,52 @@ struct PostgreSQLStoreTests {
         #expect(gone)
     }
 
+    @Test("A batch delete is one statement, its deletions announced by the server: other coordinators' contexts let the objects go")
+    func batchDeleteArrives() throws {
+        // No relationship (no delete rule to apply): the delete is done in SQL.
+        let model = try ManagedObjectModel {
+            Entity("Item", className: "ManagedObject") { Attribute("label", .string) }
+        }
+        let schema = Self.newSchema()
+        let (writer, _) = try Self.coordinator(model, schema: schema)
+        let (reader, _) = try Self.coordinator(model, schema: schema)
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = writer
+        let ids = try writing.performAndWait { () -> [ManagedObjectID] in
+            let items = (0..<700).map { i -> ManagedObject in
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: writing)
+                item.setValue(i < 50 ? "a \(i)" : i < 650 ? "b \(i)" : "k \(i)", forKey: "label")
+                return item
+            }
+            try writing.save()
+            return items.map(\.objectID)
+        }
+        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
+        viewContext.persistentStoreCoordinator = reader
+        viewContext.automaticallyMergesChangesFromParent = true
+        let held = try viewContext.performAndWait { try ids.map { try viewContext.existingObject(with: $0) } }
+        // A count result: the server writes the announcements (650 keys: three payloads).
+        let request = FetchRequest<ManagedObject>(entityName: "Item")
+        request.predicate = try CorePredicate(format: "label BEGINSWITH 'a'")
+        let delete = BatchDeleteRequest(fetchRequest: request)
+        delete.resultType = .count
+        #expect(try writing.performAndWait { try writing.execute(delete).count } == 50)
+        // The IDs result: read back and announced by the store.
+        request.predicate = try CorePredicate(format: "label BEGINSWITH 'b'")
+        let byIDs = BatchDeleteRequest(fetchRequest: request)
+        byIDs.resultType = .objectIDs
+        let deleted = try writing.performAndWait { try writing.execute(byIDs).objectIDs ?? [] }
+        #expect(deleted.count == 600)
+        #expect(Set(deleted) == Set(ids[50..<650]), "the IDs of the 600 objects labelled b")
+        let gone = Self.wait(upTo: 60) {
+            viewContext.performAndWait { ids[0..<650].allSatisfy { viewContext.registeredObject(for: $0) == nil } }
+        }
+        #expect(gone)
+        let kept = viewContext.performAndWait { ids[650...].allSatisfy { viewContext.registeredObject(for: $0) != nil } }
+        #expect(kept)
+        withExtendedLifetime(held) {}
+    }
+
     @Test("Every real SQLite store moves to PostgreSQL with its objects, values, relationships and UUID",
           arguments: Fixtures.storesWithModels.map(\.store))
     func migrateRealStore(_ path: String) throws {
@@ -303,7 +351,69 @@ struct PostgreSQLStoreTests {
                     }
                 }
             }
+            // Every to-many relationship read for all sources in one statement gives
+            // each source's destinations, in order, as reading them one by one does.
+            for relationship in entity.relationshipsByName.values.sorted(by: { $0.name < $1.name }) where relationship.isToMany {
+                let sources = moved.map(\.objectID)
+                guard !sources.isEmpty, let grouped = try target.relatedRows(of: sources, relationship: relationship) else { continue }
+                #expect(grouped.count == sources.count)
+                for (source, rows) in zip(sources, grouped) {
+                    let ids = try target.relatedObjectIDs(of: source, relationship: relationship)
+                    let read = rows.map(\.objectID)
+                    #expect(relationship.isOrdered ? read == ids : Set(read) == Set(ids), "\(entity.name).\(relationship.name) of \(source)")
+                }
+            }
         }
     }
+
+    @Test("ocd reads a PostgreSQL store by its URL: info with the cached model, fetch with a predicate; dump refuses it")
+    func ocdReadsTheStore() throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (coordinator, store) = try Self.coordinator(model, schema: schema)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            for (name, value) in [("a", 7), ("b", 8)] {
+                let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context)
+                counter.setValue(name, forKey: "name")
+                counter.setValue(Int64(value), forKey: "value")
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
+                item.setValue("of \(name)", forKey: "label")
+                item.setValue(counter, forKey: "counter")
+            }
+            try context.save()
+        }
+        let url = try PostgreSQLTestServer.url().absoluteString + "?schema=" + schema
+        #expect(try PostgreSQLStore.storedModel(at: try #require(URL(string: url))).entitiesByName.keys.sorted() == ["Counter", "Item"])
+
+        let info = try #require(try JSONSerialization.jsonObject(with: Data(runOCD(["store", "info", url, "--json"]).utf8)) as? [String: Any])
+        #expect(info["uuid"] as? String == store.identifier)
+        #expect((info["metadata"] as? [String: Any])?["NSStoreType"] as? String == "PostgreSQL")
+        let rows = Dictionary(uniqueKeysWithValues: ((info["entities"] as? [[String: Any]]) ?? []).compactMap { entry in
+            (entry["name"] as? String).map { ($0, entry["rows"] as? Int ?? -1) }
+        })
+        #expect(rows == ["Counter": 2, "Item": 2])
+
+        let fetched = try #require(try JSONSerialization.jsonObject(
+            with: Data(runOCD(["fetch", url, "--entity", "Counter", "--predicate", "value >= 8", "--json"]).utf8)) as? [[String: Any]])
+        #expect(fetched.count == 1)
+        #expect((fetched.first?["attributes"] as? [String: Any])?["name"] as? String == "b")
+        #expect(((fetched.first?["relationships"] as? [String: Any])?["items"] as? [String])?.count == 1)
+
+        #expect(throws: (any Error).self) { try runOCD(["store", "dump", url]) }
+        // A schema with no store: an error naming it, nothing created.
+        #expect(throws: (any Error).self) { try runOCD(["store", "info", try PostgreSQLTestServer.url().absoluteString + "?schema=" + Self.newSchema()]) }
+    }
+}
+
+/// Runs `ocd arguments` in-process and returns what it printed.
+private func runOCD(_ arguments: [String]) throws -> String {
+    let sink = CommandOutput.Sink()
+    try CommandOutput.$sink.withValue(sink) {
+        var command = try OCD.parseAsRoot(arguments)
+        try command.run()
+    }
+    return sink.text
 }
 #endif

@@ -10,6 +10,7 @@ import Foundation
 /// | | SQLite | PostgreSQL |
 /// |---|---|---|
 /// | equality that holds for two `NULL`s | `a IS b` | `a IS NOT DISTINCT FROM b` |
+/// | equality to a value that is not `NULL` | `a IS ?` | `(a IS NOT NULL AND a = ?)` |
 /// | a comparison that is false for `NULL` | `IFNULL(c, 0)` | `COALESCE(c, FALSE)` |
 /// | `@sum` of no rows | `TOTAL(x)` | `COALESCE(SUM(x), 0)` |
 /// | `trunc:` | `CAST(x AS INTEGER)` | `CAST(TRUNC(x) AS BIGINT)` |
@@ -28,6 +29,14 @@ package enum SQLDialect: Sendable, Hashable {
     var nullSafeEqual: String { self == .sqlite ? " IS " : " IS NOT DISTINCT FROM " }
     /// The operator of inequality that is false for two `NULL`s, spaced.
     var nullSafeNotEqual: String { self == .sqlite ? " IS NOT " : " IS DISTINCT FROM " }
+
+    /// `expression` equal to `value`, which is not `NULL` (a constant, a key), as a
+    /// condition that is never `NULL` (so that its negation holds for a `NULL`
+    /// expression, as in memory). PostgreSQL uses no index for `IS NOT DISTINCT
+    /// FROM`; it does for `=`.
+    func equals(_ expression: SQLFragment, notNull value: SQLFragment) -> SQLFragment {
+        self == .sqlite ? expression + " IS " + value : "(" + expression + " IS NOT NULL AND " + expression + " = " + value + ")"
+    }
 
     /// `comparison`, false where it would be `NULL`.
     func falseIfNull(_ comparison: SQLFragment) -> SQLFragment {

@@ -145,6 +145,25 @@ package struct SQLFetchTranslator: Sendable {
                 selectsEntity, sortsKeys)
     }
 
+    /// `SELECT t0.Z_PK FROM ... WHERE ...`: the keys of the rows of `fetch`, for a
+    /// statement that changes them (`DELETE ... WHERE Z_PK IN (...)`); sort
+    /// descriptors, offset and limit are ignored, as a batch request ignores them.
+    /// `hasCondition` is false when it selects every row of the table.
+    ///
+    /// ```swift
+    /// let (keys, hasCondition) = try translator.keySelect(for: fetch)
+    /// let sql = hasCondition ? "DELETE FROM ZPERSON WHERE Z_PK IN (" + keys.text + ")" : "DELETE FROM ZPERSON"
+    /// ```
+    package func keySelect(for fetch: StoreFetch) throws -> (select: SQLFragment, hasCondition: Bool) {
+        var unsorted = fetch
+        unsorted.sortDescriptors = []
+        let context = try SQLTranslationContext(translator: self, fetch: unsorted)
+        let condition = try context.whereCondition()
+        var sql = SQLFragment("SELECT t0.Z_PK FROM ") + context.fromClause()
+        if let condition { sql += " WHERE " + condition }
+        return (sql, condition != nil)
+    }
+
     /// The `SELECT COUNT(*)` counting the rows of `fetch` (sort descriptors are
     /// ignored; offset and limit apply, as the in-memory store applies them).
     package func countStatement(for fetch: StoreFetch) throws -> SQLFetchStatement {

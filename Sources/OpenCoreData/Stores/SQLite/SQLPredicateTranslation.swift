@@ -271,7 +271,7 @@ extension SQLTranslationContext {
         if case .fixed(let fixed) = object.entityNumber {
             return fixed == number ? nil : .falseCondition
         }
-        return SQLFragment(try entityNumberSQL(of: &object) + translator.dialect.nullSafeEqual + "\(number)")
+        return translator.dialect.equals(SQLFragment(try entityNumberSQL(of: &object)), notNull: SQLFragment("\(number)"))
     }
 
     private func object(_ object: inout SQLObjectReference, equals value: AttributeValue) throws -> SQLFragment {
@@ -280,7 +280,7 @@ extension SQLTranslationContext {
             return object.primaryKey + " IS NULL"
         case .uri(let uri):
             guard let (number, key) = objectKey(uri, for: object) else { return .falseCondition }
-            let keyCondition = object.primaryKey + SQLFragment(translator.dialect.nullSafeEqual) + .argument(key.databaseValue)
+            let keyCondition = translator.dialect.equals(object.primaryKey, notNull: .argument(key.databaseValue))
             guard let entityCondition = try entityCondition(&object, equals: number) else { return keyCondition }
             if entityCondition == .falseCondition { return .falseCondition }
             return (keyCondition + " AND " + entityCondition).parenthesized
@@ -380,7 +380,11 @@ extension SQLTranslationContext {
             return try stringFunction(ls, op, rs, options)
         }
         switch op {
-        case .equalTo: return ls + SQLFragment(translator.dialect.nullSafeEqual) + rs
+        case .equalTo:
+            // A constant on one side is never NULL here (NULLs are compared above).
+            if rc && !lc { return translator.dialect.equals(ls, notNull: rs) }
+            if lc && !rc { return translator.dialect.equals(rs, notNull: ls) }
+            return ls + SQLFragment(translator.dialect.nullSafeEqual) + rs
         case .notEqualTo: return ls + SQLFragment(translator.dialect.nullSafeNotEqual) + rs
         case .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
             if domain == .uri { return try stringFunction(ls, op, rs, []) }

@@ -62,7 +62,7 @@ package enum SQLiteIdentifier {
     }
 
     /// SQLite compares identifiers without regard to ASCII case.
-    static func key(_ name: String) -> String {
+    package static func key(_ name: String) -> String {
         String(decoding: name.utf8.map { ($0 >= 97 && $0 <= 122) ? $0 - 32 : $0 }, as: UTF8.self)
     }
 }

@@ -49,19 +49,7 @@ extension SQLiteStore {
 
     /// `SELECT t0.Z_PK FROM ... WHERE ...` for the rows of a fetch.
     private func keySelect(_ fetch: StoreFetch) throws -> SQLFragment {
-        try keySelectAndCondition(fetch).select
-    }
-
-    /// The key select of a fetch, and whether it has a condition (without one,
-    /// it selects every row of the table).
-    private func keySelectAndCondition(_ fetch: StoreFetch) throws -> (select: SQLFragment, hasCondition: Bool) {
-        var unsorted = fetch
-        unsorted.sortDescriptors = []
-        let context = try SQLTranslationContext(translator: translator, fetch: unsorted)
-        let condition = try context.whereCondition()
-        var sql = SQLFragment("SELECT t0.Z_PK FROM ") + context.fromClause()
-        if let condition { sql += " WHERE " + condition }
-        return (sql, condition != nil)
+        try translator.keySelect(for: fetch).select
     }
 
     private func matchingIDs(_ fetch: StoreFetch, _ db: Database) throws -> [ManagedObjectID] {
@@ -238,7 +226,7 @@ extension SQLiteStore {
             }
         }
         guard case .fetch(let fetch) = target else { return nil }
-        let (keys, hasCondition) = try keySelectAndCondition(fetch)
+        let (keys, hasCondition) = try translator.keySelect(for: fetch)
         return try write("batch deleting \(fetch.entity.name)") { db -> PersistentStoreResult in
             // The IDs only when they are asked for: reading 100k IDs costs more than
             // deleting the rows.
