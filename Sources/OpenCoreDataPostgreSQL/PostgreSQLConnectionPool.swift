@@ -128,10 +128,20 @@ final class PostgreSQLSession {
         try run(sql, arguments).metadata.rows ?? 0
     }
 
+    /// Runs `sql`, whose parameters are already numbered (`$1`...), with
+    /// `bindings`, and returns the number of rows it changed.
+    @discardableResult
+    func execute(numbered sql: String, bindings: PostgresBindings) throws -> Int {
+        try run(PostgresQuery(unsafeSQL: sql, binds: bindings)).metadata.rows ?? 0
+    }
+
     private func run(_ sql: String, _ arguments: [DatabaseValue]) throws -> PostgresQueryResult {
         var bindings = PostgresBindings(capacity: arguments.count)
         for argument in arguments { PostgreSQLValues.bind(argument, into: &bindings) }
-        let query = PostgresQuery(unsafeSQL: PostgreSQLPlaceholders.numbered(sql), binds: bindings)
+        return try run(PostgresQuery(unsafeSQL: PostgreSQLPlaceholders.numbered(sql), binds: bindings))
+    }
+
+    private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         do {
             return try connection.query(query, logger: logger).wait()
         } catch let error as PSQLError {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import OpenCoreData
 import OpenCoreDataPredicates
+import PostgresNIO
 
 extension PostgreSQLStore {
     /// Applies one save in one transaction: inserts (several rows per
@@ -170,32 +171,84 @@ extension PostgreSQLStore {
         if ProcessInfo.processInfo.environment["OCD_POSTGRESQL_FAULT"] == point { _exit(75) }
     }
 
-    /// Inserts rows of the same entity together, up to `rowsPerStatement` rows in
-    /// one `INSERT ... VALUES (...), (...)`.
+    /// Inserts rows of the same entity together: up to 10,000 rows in one
+    /// `INSERT ... SELECT ... FROM unnest($1, $2, ...)`, one array parameter per
+    /// column (`PostgreSQLBinaryArray`); rows whose values an array cannot carry
+    /// exactly go in `INSERT ... VALUES (...), (...)` statements instead.
     private func insert(_ rows: [RowSnapshot], _ session: PostgreSQLSession) throws {
         var start = 0
         while start < rows.count {
             let entity = rows[start].objectID.entity
             let columns = try insertColumns(for: entity)
-            let perStatement = max(1, min(500, 60_000 / (columns.count + 3)))
             var end = start
-            while end < rows.count, end - start < perStatement, rows[end].objectID.entity === entity { end += 1 }
-            var arguments: [DatabaseValue] = []
-            arguments.reserveCapacity((end - start) * (columns.count + 3))
+            while end < rows.count, end - start < 10_000, rows[end].objectID.entity === entity { end += 1 }
             guard let number = schema.entityNumber(entity) else {
                 throw CoreDataError(.persistentStoreSave, "The store has no entity number for '\(entity.name)'", entityName: entity.name)
             }
+            let table = try self.table(rows[start].objectID)
+            var keys: [DatabaseValue] = []
+            keys.reserveCapacity(end - start)
+            var matrix = Array(repeating: [DatabaseValue](), count: columns.count)
+            for index in matrix.indices { matrix[index].reserveCapacity(end - start) }
+            var tuples: [[DatabaseValue]] = []
+            tuples.reserveCapacity(end - start)
             for row in rows[start..<end] {
                 guard let pk = row.objectID.primaryKey else {
                     throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key")
                 }
-                arguments += [pk.databaseValue, Int64(number).databaseValue, (1 as Int64).databaseValue]
+                keys.append(pk.databaseValue)
                 let values = Dictionary(try assignments(row, indexes: Array(row.values.indices)), uniquingKeysWith: { _, last in last })
-                for column in columns { arguments.append(values[column] ?? .null) }
+                var tuple: [DatabaseValue] = []
+                tuple.reserveCapacity(columns.count)
+                for column in columns { tuple.append(values[column] ?? .null) }
+                for (index, value) in tuple.enumerated() { matrix[index].append(value) }
+                tuples.append(tuple)
             }
             let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(SQLiteIdentifier.quoted)
-            let tuple = "(" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
-            let sql = "INSERT INTO \(try table(rows[start].objectID)) (\(names.joined(separator: ", "))) VALUES "
+            if try !insertArrays(table: table, names: names, entityNumber: number, keys: keys, columns: columns, matrix: matrix, session) {
+                try insertTuples(table: table, names: names, entityNumber: number, keys: keys, tuples: tuples, session)
+            }
+            start = end
+        }
+    }
+
+    /// One `INSERT ... SELECT ... FROM unnest(...)` of the rows; false, writing
+    /// nothing, when a column's values do not fit an array of its type.
+    private func insertArrays(table: String, names: [String], entityNumber: Int, keys: [DatabaseValue], columns: [String],
+                              matrix: [[DatabaseValue]], _ session: PostgreSQLSession) throws -> Bool {
+        guard let keyArray = PostgreSQLBinaryArray(column: keys, type: "BIGINT") else { return false }
+        var arrays = [keyArray]
+        for (index, column) in columns.enumerated() {
+            guard let array = PostgreSQLBinaryArray(column: matrix[index], type: try columnType(table, column)) else { return false }
+            arrays.append(array)
+        }
+        var bindings = PostgresBindings(capacity: arrays.count)
+        for array in arrays { bindings.append(array) }
+        let aliases = arrays.indices.map { "v\($0)" }
+        let selected = ["v0", "\(entityNumber)", "1"] + arrays.indices.dropFirst().map { index in
+            arrays[index].cast.map { "v\(index)::\($0)" } ?? "v\(index)"
+        }
+        let parameters = arrays.indices.map { "$\($0 + 1)::\(arrays[$0].elementType == .int8 ? "int8" : arrays[$0].elementType == .float8 ? "float8" : arrays[$0].elementType == .bytea ? "bytea" : "text")[]" }
+        let sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) SELECT \(selected.joined(separator: ", ")) FROM unnest(\(parameters.joined(separator: ", "))) AS v(\(aliases.joined(separator: ", ")))"
+        try session.execute(numbered: sql, bindings: bindings)
+        return true
+    }
+
+    /// `INSERT ... VALUES (...), (...)` of the rows, several hundred a statement.
+    private func insertTuples(table: String, names: [String], entityNumber: Int, keys: [DatabaseValue], tuples: [[DatabaseValue]],
+                              _ session: PostgreSQLSession) throws {
+        let perStatement = max(1, min(500, 60_000 / names.count))
+        let tuple = "(" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
+        var start = 0
+        while start < tuples.count {
+            let end = min(tuples.count, start + perStatement)
+            var arguments: [DatabaseValue] = []
+            arguments.reserveCapacity((end - start) * names.count)
+            for index in start..<end {
+                arguments += [keys[index], Int64(entityNumber).databaseValue, (1 as Int64).databaseValue]
+                arguments += tuples[index]
+            }
+            let sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES "
                 + Array(repeating: tuple, count: end - start).joined(separator: ", ")
             try session.execute(sql, arguments)
             start = end
