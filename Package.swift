@@ -104,7 +104,8 @@ let package = Package(
                 "OpenCoreDataPredicates",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL", "OCDKit", .product(name: "ArgumentParser", package: "swift-argument-parser")] : []),
+            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL", "OCDKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                                   .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio")] : []),
             exclude: ["Fixtures"],
             swiftSettings: withPostgreSQL ? [.define("OCD_POSTGRESQL")] : []
         ),

@@ -48,8 +48,8 @@ extension PostgreSQLStore {
             // PostgreSQL's 8000 bytes whatever the keys' digits), written by the server.
             let announced = """
                 WITH deleted AS (\(sql) RETURNING Z_PK, Z_ENT),
-                parts AS (SELECT Z_ENT AS entity, Z_PK AS pk, (row_number() OVER (PARTITION BY Z_ENT ORDER BY Z_PK) - 1) / 300 AS part FROM deleted),
-                sent AS (SELECT pg_notify(?, ? || ' d' || entity || '=' || string_agg(pk::text, ',' ORDER BY pk)) FROM parts GROUP BY entity, part)
+                parts AS (SELECT Z_ENT AS entity, Z_PK AS pk, (row_number() OVER (PARTITION BY Z_ENT) - 1) / 300 AS part FROM deleted),
+                sent AS (SELECT pg_notify(?, ? || ' d' || entity || '=' || string_agg(pk::text, ',')) FROM parts GROUP BY entity, part)
                 SELECT (SELECT COUNT(*) FROM deleted), (SELECT COUNT(*) FROM sent)
                 """
             let arguments = (hasCondition ? keys.arguments : []) + [remoteChanges.channel.databaseValue, remoteChanges.origin.databaseValue]

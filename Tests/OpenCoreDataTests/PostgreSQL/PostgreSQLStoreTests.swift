@@ -1,8 +1,11 @@
 #if OCD_POSTGRESQL
 import ArgumentParser
 import Foundation
+import GRDB
 import OpenCoreDataPredicates
-import OpenCoreDataPostgreSQL
+import NIOCore
+import PostgresNIO
+@testable import OpenCoreDataPostgreSQL
 import Testing
 @testable import OCDKit
 @testable import OpenCoreData
@@ -317,6 +320,31 @@ struct PostgreSQLStoreTests {
         let kept = viewContext.performAndWait { ids[650...].allSatisfy { viewContext.registeredObject(for: $0) != nil } }
         #expect(kept)
         withExtendedLifetime(held) {}
+    }
+
+    @Test("A column goes into an array parameter only when every value has the column type's exact form")
+    func binaryArrays() throws {
+        let ints = try #require(PostgreSQLBinaryArray(column: [(7 as Int64).databaseValue, .null], type: "BIGINT"))
+        var buffer = ByteBuffer()
+        ints.encode(into: &buffer, context: .default)
+        // One dimension, a NULL, int8 elements; 2 of them from 1; 7; NULL.
+        #expect(buffer.readInteger(as: Int32.self) == 1)
+        #expect(buffer.readInteger(as: Int32.self) == 1)
+        #expect(buffer.readInteger(as: UInt32.self) == PostgresDataType.int8.rawValue)
+        #expect(buffer.readInteger(as: Int32.self) == 2)
+        #expect(buffer.readInteger(as: Int32.self) == 1)
+        #expect(buffer.readInteger(as: Int32.self) == 8)
+        #expect(buffer.readInteger(as: Int64.self) == 7)
+        #expect(buffer.readInteger(as: Int32.self) == -1)
+        #expect(buffer.readableBytes == 0)
+        #expect(ints.psqlType == .int8Array)
+        // Exact forms only: a double in an integer column, a number in a text
+        // column, a fractional number in a NUMERIC one go another way.
+        #expect(PostgreSQLBinaryArray(column: [(1.5 as Double).databaseValue], type: "BIGINT") == nil)
+        #expect(PostgreSQLBinaryArray(column: [(3 as Int64).databaseValue], type: "TEXT") == nil)
+        #expect(PostgreSQLBinaryArray(column: [(0.1 as Double).databaseValue], type: "NUMERIC") == nil)
+        #expect(PostgreSQLBinaryArray(column: [(12 as Int64).databaseValue, "3.25".databaseValue], type: "NUMERIC")?.cast == "NUMERIC")
+        #expect(PostgreSQLBinaryArray(column: [(Int64(1) << 60).databaseValue], type: "DOUBLE PRECISION") == nil)
     }
 
     @Test("Every real SQLite store moves to PostgreSQL with its objects, values, relationships and UUID",
