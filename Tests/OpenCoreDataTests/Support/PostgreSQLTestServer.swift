@@ -67,6 +67,7 @@ enum PostgreSQLTestServer {
         }
         do {
             let user = try clusterUser()
+            reapAbandonedClusters(pgctl: bin + "/pg_ctl", user: user)
             let folder = URL(fileURLWithPath: "/tmp/ocd-postgresql-\(getpid())")
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -90,6 +91,21 @@ enum PostgreSQLTestServer {
             throw lastError ?? ServerError(description: "pg_ctl start failed")
         } catch {
             return .failure(ServerError(description: "the throwaway PostgreSQL server did not start: \(error)"))
+        }
+    }
+
+    /// Stops and removes the clusters of test processes that ended without
+    /// stopping theirs (killed, or crashed): folders `/tmp/ocd-postgresql-<pid>`
+    /// whose process is gone. A running process's cluster is left alone.
+    private static func reapAbandonedClusters(pgctl: String, user: String?) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/tmp") else { return }
+        for name in names where name.hasPrefix("ocd-postgresql-") {
+            guard let pid = Int32(name.dropFirst("ocd-postgresql-".count)), pid != getpid() else { continue }
+            // kill(pid, 0): the process exists (or belongs to another user).
+            if kill(pid, 0) == 0 || errno == EPERM { continue }
+            let folder = "/tmp/" + name
+            _ = try? run(pgctl, ["-D", folder + "/data", "-m", "immediate", "-w", "stop"], as: user)
+            try? FileManager.default.removeItem(atPath: folder)
         }
     }
 
