@@ -79,26 +79,35 @@ enum OpenCoreDataPeer {
     /// Creates the store at `path` holding persons `0..<count`, saved in chunks.
     static func populate(count: Int, path: String) throws {
         let (coordinator, context) = try open(path: path)
-        let chunk = 50_000
+        try populate(count: count, into: context)
+        withExtendedLifetime(coordinator) {}
+    }
+
+    /// Inserts and saves persons `0..<count` in chunks of 50,000 (any store).
+    static func populate(count: Int, into context: ManagedObjectContext) throws {
         var first = 0
         while first < count {
-            let end = min(count, first + chunk)
+            let end = min(count, first + 50_000)
             insertPersons(first..<end, into: context)
             try context.save()
             context.reset()
             first = end
         }
-        withExtendedLifetime(coordinator) {}
     }
 
     /// Creates the store at `path` holding `parents` parents with 10 children each.
     static func populateFamilies(parents: Int, path: String) throws {
         let (coordinator, context) = try open(path: path)
+        try populateFamilies(parents: parents, into: context)
+        withExtendedLifetime(coordinator) {}
+    }
+
+    /// Inserts and saves `parents` parents with 10 children each, in chunks (any store).
+    static func populateFamilies(parents: Int, into context: ManagedObjectContext) throws {
         let parentEntity = entity("Parent"), childEntity = entity("Child")
-        let chunk = 5_000
         var first = 0
         while first < parents {
-            let end = min(parents, first + chunk)
+            let end = min(parents, first + 5_000)
             for p in first..<end {
                 let parent = ManagedObject(entity: parentEntity, insertInto: context)
                 parent.setValue(FamilyData.parentName(p), forKey: "name")
@@ -112,7 +121,6 @@ enum OpenCoreDataPeer {
             context.reset()
             first = end
         }
-        withExtendedLifetime(coordinator) {}
     }
 
     /// Creates an empty store at `path` (write runs start from copies of it).

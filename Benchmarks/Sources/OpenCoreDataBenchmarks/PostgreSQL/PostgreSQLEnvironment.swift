@@ -144,38 +144,14 @@ enum PGPrepare {
         var start = now()
         do {
             let (coordinator, context) = try OpenCoreDataPeer.open(env, schema: PGEnvironment.people)
-            var first = 0
-            while first < env.count {
-                let end = min(env.count, first + 50_000)
-                OpenCoreDataPeer.insertPersons(first..<end, into: context)
-                try context.save()
-                context.reset()
-                first = end
-            }
+            try OpenCoreDataPeer.populate(count: env.count, into: context)
             withExtendedLifetime(coordinator) {}
         }
         log("prepared \(PGEnvironment.people) (\(env.count) persons) in \(String(format: "%.2f", now() - start)) s")
         start = now()
         do {
             let (coordinator, context) = try OpenCoreDataPeer.open(env, schema: PGEnvironment.family)
-            let parentEntity = OpenCoreDataPeer.entity("Parent"), childEntity = OpenCoreDataPeer.entity("Child")
-            var first = 0
-            let parents = env.count / FamilyData.childrenPerParent
-            while first < parents {
-                let end = min(parents, first + 5_000)
-                for p in first..<end {
-                    let parent = ManagedObject(entity: parentEntity, insertInto: context)
-                    parent.setValue(FamilyData.parentName(p), forKey: "name")
-                    for j in 0..<FamilyData.childrenPerParent {
-                        let child = ManagedObject(entity: childEntity, insertInto: context)
-                        child.setValue(FamilyData.childName(p, j), forKey: "name")
-                        child.setValue(parent, forKey: "parent")
-                    }
-                }
-                try context.save()
-                context.reset()
-                first = end
-            }
+            try OpenCoreDataPeer.populateFamilies(parents: env.count / FamilyData.childrenPerParent, into: context)
             withExtendedLifetime(coordinator) {}
         }
         log("prepared \(PGEnvironment.family) in \(String(format: "%.2f", now() - start)) s")
