@@ -92,3 +92,33 @@ struct PostgreSQLBinaryArray: PostgresDynamicTypeEncodable {
         byteBuffer.writeImmutableBuffer(elements)
     }
 }
+
+extension PostgreSQLBinaryArray {
+    /// The parameter's SQL type in a statement (`$1::int8[]`).
+    var parameterType: String {
+        switch elementType {
+        case .int8: "int8[]"
+        case .float8: "float8[]"
+        case .bytea: "bytea[]"
+        default: "text[]"
+        }
+    }
+
+    /// An element of the array, named `alias` in `unnest(...) AS v(alias, ...)`,
+    /// as a value of the column's type.
+    func element(_ alias: String) -> String {
+        cast.map { "\(alias)::\($0)" } ?? alias
+    }
+
+    /// One array per column of `matrix` (a column's values, `types[i]` its SQL
+    /// type), or nil when a column cannot travel as an array.
+    static func columns(_ matrix: [[DatabaseValue]], types: [String]) -> [PostgreSQLBinaryArray]? {
+        var arrays: [PostgreSQLBinaryArray] = []
+        arrays.reserveCapacity(matrix.count)
+        for (values, type) in zip(matrix, types) {
+            guard let array = PostgreSQLBinaryArray(column: values, type: type) else { return nil }
+            arrays.append(array)
+        }
+        return arrays
+    }
+}

@@ -128,6 +128,12 @@ final class PostgreSQLSession {
         try run(sql, arguments).metadata.rows ?? 0
     }
 
+    /// The rows of `sql`, whose parameters are already numbered (`$1`...), with
+    /// `bindings`.
+    func query(numbered sql: String, bindings: PostgresBindings) throws -> [PostgresRow] {
+        try run(PostgresQuery(unsafeSQL: sql, binds: bindings)).rows
+    }
+
     /// Runs `sql`, whose parameters are already numbered (`$1`...), with
     /// `bindings`, and returns the number of rows it changed.
     @discardableResult

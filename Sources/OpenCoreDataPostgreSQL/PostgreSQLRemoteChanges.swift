@@ -87,10 +87,9 @@ final class PostgreSQLRemoteChanges: Sendable {
             }
             for number in order {
                 // Long lists are split so that each part fits in a payload.
-                var keys = byEntity[number] ?? []
-                while !keys.isEmpty {
-                    let chunk = keys.prefix(500)
-                    keys.removeFirst(chunk.count)
+                let keys = byEntity[number] ?? []
+                for first in stride(from: 0, to: keys.count, by: 500) {
+                    let chunk = keys[first..<min(keys.count, first + 500)]
                     parts.append("\(kind)\(number)=" + chunk.map(String.init).joined(separator: ","))
                 }
             }
@@ -101,17 +100,29 @@ final class PostgreSQLRemoteChanges: Sendable {
         try send(parts, session)
     }
 
+    /// Sends `parts` in as few payloads as fit PostgreSQL's limit, all with one
+    /// statement (the payloads are one array parameter).
     private func send(_ parts: [String], _ session: PostgreSQLSession) throws {
+        var payloads: [String] = []
         var payload = origin
         for part in parts {
             if payload.utf8.count + part.utf8.count + 1 > PostgreSQLRemoteChanges.payloadLimit, payload != origin {
-                try session.execute("SELECT pg_notify(?, ?)", [channel.databaseValue, payload.databaseValue])
+                payloads.append(payload)
                 payload = origin
             }
             payload += " " + part
         }
-        if payload != origin {
-            try session.execute("SELECT pg_notify(?, ?)", [channel.databaseValue, payload.databaseValue])
+        if payload != origin { payloads.append(payload) }
+        switch payloads.count {
+        case 0:
+            return
+        case 1:
+            try session.execute("SELECT pg_notify(?, ?)", [channel.databaseValue, payloads[0].databaseValue])
+        default:
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(channel)
+            bindings.append(payloads)
+            try session.execute(numbered: "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", bindings: bindings)
         }
     }
 

@@ -61,10 +61,12 @@ extension PostgreSQLStore {
         let entityColumn = translator.entityColumn(for: fetch, restricted: false)
         var sql = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
-        sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK "
-        sql += keys.count == 1 ? "= ?" : "IN (" + Array(repeating: "?", count: keys.count).joined(separator: ", ") + ")"
+        // One statement text for any number of keys: the keys are one array.
+        sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ANY($1::int8[])"
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(keys)
         return try withSession("reading \(keys.count) \(entity.name) rows") { session in
-            let rows = try session.query(sql, keys.map(\.databaseValue))
+            let rows = try session.query(numbered: sql, bindings: bindings)
             var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
             return try rows.compactMap { try reader.snapshot($0) }
         }

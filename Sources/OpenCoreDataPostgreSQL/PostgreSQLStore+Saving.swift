@@ -44,7 +44,9 @@ extension PostgreSQLStore {
     static let rowsPerStatement = 5_000
 
     /// Updates rows that change the same columns of the same table together: one
-    /// `UPDATE ... FROM (VALUES ...)` per group (and per `rowsPerStatement`), each
+    /// `UPDATE ... FROM unnest(keys, versions, column values...)` per group (a
+    /// column whose values an array cannot carry exactly sends the group as
+    /// `UPDATE ... FROM (VALUES ...)`, `rowsPerStatement` rows a statement), each
     /// row matched by key and read version. A statement that changes fewer rows
     /// than it names met a version conflict.
     private func update(_ rows: [RowSnapshot], changedProperties: [ManagedObjectID: [Int]], _ session: PostgreSQLSession) throws {
@@ -75,6 +77,20 @@ extension PostgreSQLStore {
         let q = SQLiteIdentifier.quoted
         for group in groups {
             let types = try group.columns.map { try columnType(group.table, $0) }
+            // One statement for the group when every column can be an array.
+            let matrix = group.columns.indices.map { column in group.rows.map { $0.values[column] } }
+            if let arrays = PostgreSQLBinaryArray.columns(matrix, types: types) {
+                var bindings = PostgresBindings(capacity: arrays.count + 2)
+                bindings.append(group.rows.map(\.pk))
+                bindings.append(group.rows.map(\.version))
+                for array in arrays { bindings.append(array) }
+                let sets = ["Z_OPT = t.Z_OPT + 1"] + group.columns.enumerated().map { "\(q($0.element)) = \(arrays[$0.offset].element("v.c\($0.offset)"))" }
+                let parameters = ["$1::int8[]", "$2::int8[]"] + arrays.indices.map { "$\($0 + 3)::\(arrays[$0].parameterType)" }
+                let names = ["pk", "opt"] + group.columns.indices.map { "c\($0)" }
+                let sql = "UPDATE \(group.table) t SET \(sets.joined(separator: ", ")) FROM unnest(\(parameters.joined(separator: ", "))) AS v(\(names.joined(separator: ", "))) WHERE t.Z_PK = v.pk AND t.Z_OPT = v.opt"
+                if try session.execute(numbered: sql, bindings: bindings) != group.rows.count { throw versionConflict(count: group.rows.count) }
+                continue
+            }
             let sets = ["Z_OPT = t.Z_OPT + 1"] + group.columns.enumerated().map { "\(q($0.element)) = v.c\($0.offset)" }
             let names = ["pk", "opt"] + group.columns.indices.map { "c\($0)" }
             let tuple = "(?::BIGINT, ?::BIGINT" + types.map { ", ?::" + $0 }.joined() + ")"
@@ -94,9 +110,9 @@ extension PostgreSQLStore {
         }
     }
 
-    /// Deletes rows by table: one `DELETE ... USING (VALUES ...)` per table (and
-    /// per `rowsPerStatement`) for rows read at a version, one `DELETE ... WHERE
-    /// Z_PK IN (...)` for the others; then their join-table rows.
+    /// Deletes rows by table: one `DELETE ... USING unnest(keys, versions)` per
+    /// table for rows read at a version, one `DELETE ... WHERE Z_PK = ANY(keys)`
+    /// for the others; then their join-table rows.
     private func delete(_ deleted: [(ManagedObjectID, Int64)], _ session: PostgreSQLSession) throws {
         var byTable: [(table: String, entities: [EntityDescription], checked: [(Int64, Int64)], unchecked: [Int64])] = []
         var index: [String: Int] = [:]
@@ -115,18 +131,22 @@ extension PostgreSQLStore {
             if version > 0 { byTable[position].checked.append((pk, version)) } else { byTable[position].unchecked.append(pk) }
         }
         let q = SQLiteIdentifier.quoted
+        // Each statement takes its keys (and read versions) as arrays, one
+        // statement for any number of rows.
+        func keyArrays(_ arrays: [Int64]...) -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: arrays.count)
+            for array in arrays { bindings.append(array) }
+            return bindings
+        }
         for group in byTable {
-            var start = 0
-            while start < group.checked.count {
-                let chunk = group.checked[start..<min(group.checked.count, start + PostgreSQLStore.rowsPerStatement)]
-                start += chunk.count
-                let sql = "DELETE FROM \(group.table) t USING (VALUES "
-                    + Array(repeating: "(?::BIGINT, ?::BIGINT)", count: chunk.count).joined(separator: ", ")
-                    + ") AS v(pk, opt) WHERE t.Z_PK = v.pk AND t.Z_OPT = v.opt"
-                let arguments = chunk.flatMap { [$0.0.databaseValue, $0.1.databaseValue] }
-                if try session.execute(sql, arguments) != chunk.count { throw versionConflict(count: chunk.count) }
+            if !group.checked.isEmpty {
+                let sql = "DELETE FROM \(group.table) t USING unnest($1::int8[], $2::int8[]) AS v(pk, opt) WHERE t.Z_PK = v.pk AND t.Z_OPT = v.opt"
+                let changed = try session.execute(numbered: sql, bindings: keyArrays(group.checked.map(\.0), group.checked.map(\.1)))
+                if changed != group.checked.count { throw versionConflict(count: group.checked.count) }
             }
-            let keys = group.checked.map(\.0) + group.unchecked
+            if !group.unchecked.isEmpty {
+                try session.execute(numbered: "DELETE FROM \(group.table) WHERE Z_PK = ANY($1::int8[])", bindings: keyArrays(group.unchecked))
+            }
             // Join-table rows of the deleted sources.
             var joins: [String: String] = [:]
             for entity in group.entities {
@@ -136,17 +156,10 @@ extension PostgreSQLStore {
                     joins[join.tableName] = join.sourceColumn
                 }
             }
-            var statements = joins.sorted { $0.key < $1.key }.map { "DELETE FROM \(q($0.key)) WHERE \(q($0.value)) IN " }
-            if !group.unchecked.isEmpty { statements.insert("DELETE FROM \(group.table) WHERE Z_PK IN ", at: 0) }
-            for statement in statements {
-                var start = 0
-                let source = statement.hasPrefix("DELETE FROM \(group.table) ") ? group.unchecked : keys
-                while start < source.count {
-                    let chunk = source[start..<min(source.count, start + PostgreSQLStore.rowsPerStatement * 4)]
-                    start += chunk.count
-                    try session.execute(statement + "(" + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")",
-                                        chunk.map(\.databaseValue))
-                }
+            guard !joins.isEmpty else { continue }
+            let keys = group.checked.map(\.0) + group.unchecked
+            for (table, column) in joins.sorted(by: { $0.key < $1.key }) {
+                try session.execute(numbered: "DELETE FROM \(q(table)) WHERE \(q(column)) = ANY($1::int8[])", bindings: keyArrays(keys))
             }
         }
     }
@@ -179,7 +192,8 @@ extension PostgreSQLStore {
         var start = 0
         while start < rows.count {
             let entity = rows[start].objectID.entity
-            let columns = try insertColumns(for: entity)
+            let plan = insertPlan(for: entity)
+            let columns = plan.flatMap(\.columns)
             var end = start
             while end < rows.count, end - start < 10_000, rows[end].objectID.entity === entity { end += 1 }
             guard let number = schema.entityNumber(entity) else {
@@ -190,25 +204,91 @@ extension PostgreSQLStore {
             keys.reserveCapacity(end - start)
             var matrix = Array(repeating: [DatabaseValue](), count: columns.count)
             for index in matrix.indices { matrix[index].reserveCapacity(end - start) }
-            var tuples: [[DatabaseValue]] = []
-            tuples.reserveCapacity(end - start)
             for row in rows[start..<end] {
                 guard let pk = row.objectID.primaryKey else {
                     throw CoreDataError(.persistentStoreSave, "Can't insert \(row.objectID): no primary key")
                 }
                 keys.append(pk.databaseValue)
-                let values = Dictionary(try assignments(row, indexes: Array(row.values.indices)), uniquingKeysWith: { _, last in last })
-                var tuple: [DatabaseValue] = []
-                tuple.reserveCapacity(columns.count)
-                for column in columns { tuple.append(values[column] ?? .null) }
-                for (index, value) in tuple.enumerated() { matrix[index].append(value) }
-                tuples.append(tuple)
+                try appendInsertValues(of: row, plan: plan, to: &matrix)
             }
             let names = ["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(SQLiteIdentifier.quoted)
             if try !insertArrays(table: table, names: names, entityNumber: number, keys: keys, columns: columns, matrix: matrix, session) {
+                let tuples = keys.indices.map { row in matrix.map { $0[row] } }
                 try insertTuples(table: table, names: names, entityNumber: number, keys: keys, tuples: tuples, session)
             }
             start = end
+        }
+    }
+
+    /// A stored property of an inserted row: where it is in the entity's
+    /// `allProperties`, how it is stored, and the columns it fills, in order.
+    private struct InsertedProperty {
+        let index: Int
+        let property: PropertyDescription
+        let storage: SQLiteSchema.PropertyStorage
+        let columns: [String]
+        /// A composite's element paths, in the order of `columns`.
+        let paths: [String]
+    }
+
+    /// The properties an inserted row of `entity` stores in its table's row, in
+    /// the order of their columns.
+    private func insertPlan(for entity: EntityDescription) -> [InsertedProperty] {
+        var plan: [InsertedProperty] = []
+        for (index, property) in entity.allProperties.enumerated() {
+            guard let storage = schema.storage(for: property, in: entity) else { continue }
+            switch storage {
+            case .column(let column):
+                plan.append(InsertedProperty(index: index, property: property, storage: storage, columns: [column], paths: []))
+            case .composite(let elements):
+                let paths = elements.keys.sorted().filter { elements[$0] != nil }
+                plan.append(InsertedProperty(index: index, property: property, storage: storage,
+                                             columns: paths.compactMap { elements[$0] }, paths: paths))
+            case .toOne(let column, let entityColumn, _):
+                plan.append(InsertedProperty(index: index, property: property, storage: storage,
+                                             columns: [column] + (entityColumn.map { [$0] } ?? []), paths: []))
+            default:
+                continue
+            }
+        }
+        return plan
+    }
+
+    /// Appends the column values of an inserted row to `matrix` (one array per
+    /// column of `plan`, in its order): NULL for a value the row lacks.
+    private func appendInsertValues(of row: RowSnapshot, plan: [InsertedProperty], to matrix: inout [[DatabaseValue]]) throws {
+        var column = 0
+        for stored in plan {
+            let value = row.value(at: stored.index)
+            switch stored.storage {
+            case .column:
+                if case .attribute(let attributeValue)? = value, let attribute = stored.property as? AttributeDescription {
+                    matrix[column].append(try encode(attributeValue, for: attribute))
+                } else {
+                    matrix[column].append(.null)
+                }
+            case .composite:
+                let composite = stored.property as? CompositeAttributeDescription
+                for (offset, path) in stored.paths.enumerated() {
+                    if case .attribute(let attributeValue)? = value, let composite {
+                        let element = composite.element(of: attributeValue, path: path)
+                        let type = composite.elementType(path: path)
+                        matrix[column + offset].append(type.flatMap { SQLiteValueEncoding.databaseValue(element, as: $0) } ?? .null)
+                    } else {
+                        matrix[column + offset].append(.null)
+                    }
+                }
+            case .toOne(_, let entityColumn, _):
+                var id: ManagedObjectID?
+                if case .toOne(let destination)? = value { id = destination }
+                matrix[column].append(id?.primaryKey.map { $0.databaseValue } ?? .null)
+                if entityColumn != nil {
+                    matrix[column + 1].append(id.flatMap { schema.entityNumber($0.entity) }.map { Int64($0).databaseValue } ?? .null)
+                }
+            default:
+                break
+            }
+            column += stored.columns.count
         }
     }
 
@@ -216,19 +296,13 @@ extension PostgreSQLStore {
     /// nothing, when a column's values do not fit an array of its type.
     private func insertArrays(table: String, names: [String], entityNumber: Int, keys: [DatabaseValue], columns: [String],
                               matrix: [[DatabaseValue]], _ session: PostgreSQLSession) throws -> Bool {
-        guard let keyArray = PostgreSQLBinaryArray(column: keys, type: "BIGINT") else { return false }
-        var arrays = [keyArray]
-        for (index, column) in columns.enumerated() {
-            guard let array = PostgreSQLBinaryArray(column: matrix[index], type: try columnType(table, column)) else { return false }
-            arrays.append(array)
-        }
+        let types = try ["BIGINT"] + columns.map { try columnType(table, $0) }
+        guard let arrays = PostgreSQLBinaryArray.columns([keys] + matrix, types: types) else { return false }
         var bindings = PostgresBindings(capacity: arrays.count)
         for array in arrays { bindings.append(array) }
         let aliases = arrays.indices.map { "v\($0)" }
-        let selected = ["v0", "\(entityNumber)", "1"] + arrays.indices.dropFirst().map { index in
-            arrays[index].cast.map { "v\(index)::\($0)" } ?? "v\(index)"
-        }
-        let parameters = arrays.indices.map { "$\($0 + 1)::\(arrays[$0].elementType == .int8 ? "int8" : arrays[$0].elementType == .float8 ? "float8" : arrays[$0].elementType == .bytea ? "bytea" : "text")[]" }
+        let selected = ["v0", "\(entityNumber)", "1"] + arrays.indices.dropFirst().map { arrays[$0].element("v\($0)") }
+        let parameters = arrays.indices.map { "$\($0 + 1)::\(arrays[$0].parameterType)" }
         let sql = "INSERT INTO \(table) (\(names.joined(separator: ", "))) SELECT \(selected.joined(separator: ", ")) FROM unnest(\(parameters.joined(separator: ", "))) AS v(\(aliases.joined(separator: ", ")))"
         try session.execute(numbered: sql, bindings: bindings)
         return true
@@ -253,22 +327,6 @@ extension PostgreSQLStore {
             try session.execute(sql, arguments)
             start = end
         }
-    }
-
-    /// The columns an inserted row of `entity` assigns, in order.
-    private func insertColumns(for entity: EntityDescription) throws -> [String] {
-        var columns: [String] = []
-        for property in entity.allProperties {
-            switch schema.storage(for: property, in: entity) {
-            case .column(let column)?: columns.append(column)
-            case .composite(let elements)?: columns += elements.keys.sorted().compactMap { elements[$0] }
-            case .toOne(let column, let entityColumn, _)?:
-                columns.append(column)
-                if let entityColumn { columns.append(entityColumn) }
-            default: continue
-            }
-        }
-        return columns
     }
 
     /// The column assignments of the properties at `indexes` of a row.

@@ -99,6 +99,9 @@ public final class PostgreSQLStore: PersistentStore {
     public let configurationName: String?
     public let isReadOnly: Bool
     public let metadata: [String: AttributeValue]
+    /// Batched fetches read ahead up to 500 rows a query when read in order:
+    /// every query here is a round trip to the server.
+    public var batchReadAheadRows: Int { 500 }
     /// The store's layout: Core Data's tables, columns and entity numbers.
     public let schema: SQLiteSchema
 

@@ -29,23 +29,38 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
         var batches: [[ManagedObject]?]
         var loadedBatchCount = 0
         let entity: EntityDescription
+        /// The most batches one read loads (the store's read-ahead; 1: none).
+        let readAheadLimit: Int
+        /// The batches the last read loaded, and the last of them.
+        var window = 0
+        var lastLoadedBatch = -2
 
-        init(context: ManagedObjectContext, ids: [ManagedObjectID], batchSize: Int, entity: EntityDescription) {
+        init(context: ManagedObjectContext, ids: [ManagedObjectID], batchSize: Int, entity: EntityDescription, readAheadRows: Int) {
             self.context = context
             self.ids = ids
             self.batchSize = batchSize
             self.entity = entity
             self.batches = Array(repeating: nil, count: (ids.count + batchSize - 1) / batchSize)
+            self.readAheadLimit = Swift.max(1, readAheadRows / batchSize)
         }
 
         func object(at index: Int) -> ManagedObject {
             let batch = index / batchSize
             if let objects = batches[batch] { return objects[index - batch * batchSize] }
-            let range = (batch * batchSize)..<Swift.min(ids.count, (batch + 1) * batchSize)
-            let objects = context.loadBatch(Array(ids[range]), entity: entity)
-            batches[batch] = objects
-            loadedBatchCount += 1
-            return objects[index - batch * batchSize]
+            // Reading on from the last loaded batch doubles the read (up to the
+            // store's read-ahead); any other batch is read alone.
+            window = batch == lastLoadedBatch + 1 ? Swift.min(readAheadLimit, Swift.max(1, window * 2)) : 1
+            var end = batch + 1
+            while end < batches.count, end - batch < window, batches[end] == nil { end += 1 }
+            let first = batch * batchSize
+            let objects = context.loadBatch(Array(ids[first..<Swift.min(ids.count, end * batchSize)]), entity: entity)
+            for loaded in batch..<end {
+                let start = (loaded - batch) * batchSize
+                batches[loaded] = Array(objects[start..<Swift.min(objects.count, start + batchSize)])
+            }
+            loadedBatchCount += end - batch
+            lastLoadedBatch = end - 1
+            return objects[index - first]
         }
     }
 
@@ -115,7 +130,8 @@ extension ManagedObjectContext {
         idRequest.includesPendingChanges = request.includesPendingChanges
         let ids = try fetch(idRequest)
         let size = request.fetchBatchSize > 0 ? request.fetchBatchSize : max(ids.count, 1)
-        return BatchedFetchResults(storage: .init(context: self, ids: ids, batchSize: size, entity: entity))
+        let readAhead = ids.first.flatMap { persistentStoreCoordinator?.store(for: $0) }?.batchReadAheadRows ?? 0
+        return BatchedFetchResults(storage: .init(context: self, ids: ids, batchSize: size, entity: entity, readAheadRows: readAhead))
     }
 
     /// The objects of `ids`, in order, registered with their values: the rows of

@@ -164,6 +164,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     ///
     /// - Parameter coordinator: The coordinator the store is leaving.
     func willRemove(from coordinator: PersistentStoreCoordinator)
+    /// How many rows a batched fetch (``FetchRequest/fetchBatchSize``) may load
+    /// with one read when its results are read in order: 0 loads one batch at a
+    /// time, as Core Data does, which suits a store in a local file. A store whose
+    /// every read is a network round trip gives more: reading on from one batch to
+    /// the next doubles the batches the next read loads, up to this many rows; a
+    /// jump elsewhere loads one batch again. Stores get 0 for free.
+    var batchReadAheadRows: Int { get }
 }
 
 extension PersistentStore {
@@ -180,6 +187,8 @@ extension PersistentStore {
     public func didAdd(to coordinator: PersistentStoreCoordinator) {}
     /// Nothing to do when removed from a coordinator.
     public func willRemove(from coordinator: PersistentStoreCoordinator) {}
+    /// No read-ahead: a batched fetch loads one batch a read.
+    public var batchReadAheadRows: Int { 0 }
     /// The batch request run by ``execute(_:)``, its IDs reported as `resultType` asks.
     public func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult {
         PersistentStoreResult(resultType, try execute(request))
@@ -268,6 +277,15 @@ public struct RowSnapshot: Sendable {
         var taken = RowValues()
         swap(&taken, &rowValues)
         return taken
+    }
+
+    /// The value of the property at `index` of the entity's `allProperties`
+    /// (``values```[index]` without making the array), or nil past the end.
+    ///
+    /// - Parameter index: A position in the entity's `allProperties`.
+    /// - Returns: The value, or nil when the row has no value at `index`.
+    public func value(at index: Int) -> SnapshotValue? {
+        index >= 0 && index < rowValues.count ? rowValues[index] : nil
     }
 
     /// The value of the property named `name`.

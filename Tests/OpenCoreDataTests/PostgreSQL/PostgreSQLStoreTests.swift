@@ -322,6 +322,103 @@ struct PostgreSQLStoreTests {
         withExtendedLifetime(held) {}
     }
 
+    @Test("Thousands of changes in one save: array statements, several payloads in one NOTIFY statement, all merged elsewhere")
+    func largeSavesArrive() throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (writer, _) = try Self.coordinator(model, schema: schema)
+        let (reader, _) = try Self.coordinator(model, schema: schema)
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = writer
+        let count = 3_000
+        let ids = try writing.performAndWait { () -> [ManagedObjectID] in
+            let items = (0..<count).map { i -> ManagedObject in
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: writing)
+                item.setValue(String(format: "item %05d", i), forKey: "label")
+                item.setValue(Double(i) / 4, forKey: "ratio")
+                return item
+            }
+            try writing.save()
+            return items.map(\.objectID)
+        }
+        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
+        viewContext.persistentStoreCoordinator = reader
+        viewContext.automaticallyMergesChangesFromParent = true
+        // Every item, in the order of `ids` (keys are allocated in insertion order).
+        let all = FetchRequest<ManagedObject>(entityName: "Item")
+        all.sortDescriptors = [CoreSortDescriptor(key: "label", ascending: true)]
+        let held = try viewContext.performAndWait { try viewContext.fetch(all) }
+        #expect(held.map(\.objectID) == ids)
+        #expect(viewContext.performAndWait { held[2_999].value(forKey: "ratio") as? Double } == 749.75)
+        // Updates of two column sets (two UPDATE ... FROM unnest statements) and
+        // deletes: each list of 1,500 keys needs more than one payload.
+        try writing.performAndWait {
+            for (index, item) in try writing.fetch(all).enumerated() {
+                if index < 1_500 {
+                    item.setValue("changed \(index)", forKey: "label")
+                } else {
+                    writing.delete(item)
+                }
+            }
+            try writing.save()
+        }
+        let merged = Self.wait(upTo: 60) {
+            viewContext.performAndWait {
+                held[..<1_500].enumerated().allSatisfy { $0.element.value(forKey: "label") as? String == "changed \($0.offset)" }
+                    && held[1_500...].allSatisfy { viewContext.registeredObject(for: $0.objectID) == nil || $0.isDeleted }
+            }
+        }
+        #expect(merged)
+        // The rows as stored: 1,500 left, each with its new label and version 2.
+        let check = ManagedObjectContext(concurrencyType: .privateQueue)
+        check.persistentStoreCoordinator = writer
+        let rows = try check.performAndWait { () -> [RowSnapshot] in
+            let store = try #require(writer.persistentStores.first)
+            return try store.fetchRows(StoreFetch(entity: model.entitiesByName["Item"]!))
+        }
+        #expect(rows.count == 1_500)
+        #expect(rows.allSatisfy { $0.version == 2 && ($0.value(named: "label")?.attributeValue.stringValue ?? "").hasPrefix("changed ") })
+        withExtendedLifetime(held) {}
+    }
+
+    @Test("A batched fetch read in order reads ahead, doubling up to the store's 500 rows; a jump reads one batch")
+    func batchedFetchReadsAhead() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
+        #expect(store.batchReadAheadRows == 500)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            for i in 0..<1_000 {
+                ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context).setValue(Int64(i), forKey: "small")
+            }
+            try context.save()
+        }
+        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
+        reading.persistentStoreCoordinator = coordinator
+        try reading.performAndWait {
+            let request = FetchRequest<ManagedObject>(entityName: "Item")
+            request.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
+            request.fetchBatchSize = 20
+            let items = try reading.fetchInBatches(request)
+            #expect(items.count == 1_000)
+            #expect(items[999].value(forKey: "small") as? Int == 999)
+            #expect(items.loadedBatchCount == 1, "a jump reads one batch")
+            // In order from the start: 1, 2, 4, 8, 16, then 25 batches (500 rows) a read.
+            var loads: [Int] = []
+            var last = items.loadedBatchCount
+            for index in 0..<1_000 {
+                #expect(items[index].value(forKey: "small") as? Int == index)
+                if items.loadedBatchCount != last {
+                    loads.append(items.loadedBatchCount - last)
+                    last = items.loadedBatchCount
+                }
+            }
+            #expect(loads == [1, 2, 4, 8, 16, 18], "batches per read: \(loads)")
+            #expect(items.loadedBatchCount == 50)
+        }
+    }
+
     @Test("A column goes into an array parameter only when every value has the column type's exact form")
     func binaryArrays() throws {
         let ints = try #require(PostgreSQLBinaryArray(column: [(7 as Int64).databaseValue, .null], type: "BIGINT"))
