@@ -76,6 +76,13 @@ final class PostgreSQLRemoteChanges: Sendable {
 
     /// Adds the `NOTIFY`s of `changes` to the save's transaction.
     func announce(_ changes: SaveChanges, of store: PostgreSQLStore, _ session: PostgreSQLSession) throws {
+        try announce(inserted: changes.inserted.map(\.objectID), updated: changes.updated.map(\.objectID),
+                     deleted: changes.deleted.map(\.0), of: store, session)
+    }
+
+    /// Adds the `NOTIFY`s of changed IDs to the transaction of `session`.
+    func announce(inserted: [ManagedObjectID] = [], updated: [ManagedObjectID] = [], deleted: [ManagedObjectID] = [],
+                  of store: PostgreSQLStore, _ session: PostgreSQLSession) throws {
         var parts: [String] = []
         func group(_ kind: Character, _ ids: [ManagedObjectID], store: PostgreSQLStore) {
             var byEntity: [Int: [Int64]] = [:]
@@ -94,9 +101,9 @@ final class PostgreSQLRemoteChanges: Sendable {
                 }
             }
         }
-        group("i", changes.inserted.map(\.objectID), store: store)
-        group("u", changes.updated.map(\.objectID), store: store)
-        group("d", changes.deleted.map(\.0), store: store)
+        group("i", inserted, store: store)
+        group("u", updated, store: store)
+        group("d", deleted, store: store)
         try send(parts, session)
     }
 

@@ -7,9 +7,11 @@ import PostgresNIO
 extension PostgreSQLStore {
     /// Batch requests: a delete by predicate whose entities have no relationship
     /// with a delete rule to apply (none, or no-action only) is one `DELETE ...
-    /// RETURNING` in SQL; every other request runs over rows
-    /// (``PersistentStore/executeOverRows(_:)``), in one transaction. Either way
-    /// the changed IDs are announced to the other servers, as a save's are.
+    /// RETURNING` in SQL, and an update of attributes to constants or to arithmetic
+    /// over the row's numbers one `UPDATE ... RETURNING`; every other request runs
+    /// over rows (``PersistentStore/executeOverRows(_:)``), in one transaction.
+    /// Either way the changed IDs are announced to the other servers, as a save's
+    /// are.
     public func execute(_ request: StoreBatchRequest) throws -> [ManagedObjectID] {
         try execute(request, resultType: .objectIDs).objectIDs ?? []
     }
@@ -18,8 +20,13 @@ extension PostgreSQLStore {
         if isReadOnly {
             throw CoreDataError(.persistentStoreSave, "The PostgreSQL store \(identifier) is read-only", url: url)
         }
-        if case .delete(let fetch) = request, let deleted = try sqlDelete(fetch, resultType: resultType) {
-            return deleted
+        switch request {
+        case .delete(let fetch):
+            if let deleted = try sqlDelete(fetch, resultType: resultType) { return deleted }
+        case let .update(fetch, values):
+            if let updated = try sqlUpdate(fetch, values, resultType: resultType) { return updated }
+        default:
+            break
         }
         return PersistentStoreResult(resultType, try executeOverRows(request))
     }
@@ -27,9 +34,7 @@ extension PostgreSQLStore {
     /// `DELETE FROM table WHERE Z_PK IN (keys of the fetch)`, announced in the same
     /// transaction; nil when a relationship of a deleted entity has a delete rule
     /// other than no-action (cascade, deny and nullify run over rows) or the rows
-    /// are not in one table. The deleted keys come back to the store only for
-    /// ``BatchRequestResultType/objectIDs``; otherwise the server itself writes the
-    /// announcements from them (`string_agg` into `pg_notify`) and counts them.
+    /// are not in one table.
     private func sqlDelete(_ fetch: StoreFetch, resultType: BatchRequestResultType) throws -> PersistentStoreResult? {
         let entities = fetch.includesSubentities ? fetch.entity.selfAndDescendants : [fetch.entity]
         for entity in entities {
@@ -41,46 +46,92 @@ extension PostgreSQLStore {
         }
         guard let table = schema.table(for: fetch.entity), entities.allSatisfy({ schema.table(for: $0) == table }) else { return nil }
         let (keys, hasCondition) = try translator.keySelect(for: fetch)
-        var sql = "DELETE FROM \(SQLiteIdentifier.quoted(table))"
-        if hasCondition { sql += " WHERE Z_PK IN (" + keys.text + ")" }
-        if resultType != .objectIDs {
-            // Payloads `<origin> d<entity>=<pk>,...` of at most 300 keys (under
-            // PostgreSQL's 8000 bytes whatever the keys' digits), written by the server.
-            let announced = """
-                WITH deleted AS (\(sql) RETURNING Z_PK, Z_ENT),
-                parts AS (SELECT Z_ENT AS entity, Z_PK AS pk, (row_number() OVER (PARTITION BY Z_ENT) - 1) / 300 AS part FROM deleted),
-                sent AS (SELECT pg_notify(?, ? || ' d' || entity || '=' || string_agg(pk::text, ',')) FROM parts GROUP BY entity, part)
-                SELECT (SELECT COUNT(*) FROM deleted), (SELECT COUNT(*) FROM sent)
-                """
-            let arguments = (hasCondition ? keys.arguments : []) + [remoteChanges.channel.databaseValue, remoteChanges.origin.databaseValue]
-            let count = try withSession("batch deleting \(fetch.entity.name)", code: .persistentStoreSave) { session in
-                try session.transaction { try session.query(announced, arguments).first?.int64(0) ?? 0 }
-            }
-            return PersistentStoreResult(resultType, count: Int(count))
+        var sql = SQLFragment("DELETE FROM \(SQLiteIdentifier.quoted(table))")
+        if hasCondition { sql += " WHERE Z_PK IN (" + keys + ")" }
+        return try announcedChange(sql, kind: "d", fetch: fetch, resultType: resultType, doing: "batch deleting \(fetch.entity.name)").result
+    }
+
+    /// `UPDATE table SET ..., Z_OPT = Z_OPT + 1 WHERE Z_PK IN (keys of the fetch)`
+    /// (the assignments SQLite's store writes too), announced in the same
+    /// transaction; nil when a value cannot be computed in SQL as in memory or
+    /// the rows are not in one table. An integer computed out of its attribute's
+    /// range fails the request with 1610, nothing changed.
+    private func sqlUpdate(_ fetch: StoreFetch, _ values: [Int: CoreExpression], resultType: BatchRequestResultType) throws -> PersistentStoreResult? {
+        let entity = fetch.entity
+        let entities = fetch.includesSubentities ? entity.selfAndDescendants : [entity]
+        guard let table = schema.table(for: entity), entities.allSatisfy({ schema.table(for: $0) == table }),
+              let update = try translator.batchUpdate(of: entity, table: table, values: values, encode: { try self.encode($0, for: $1) }) else {
+            return nil
         }
-        // The entity of every row when it is one (its own table), else each row's.
-        // (The key select restricts the rows to the fetch's entities.)
-        let single: EntityDescription? = translator.entityColumn(for: fetch, restricted: true).number.flatMap(entity(forNumber:))
-        sql += single == nil ? " RETURNING Z_PK, Z_ENT" : " RETURNING Z_PK"
-        return try withSession("batch deleting \(fetch.entity.name)", code: .persistentStoreSave) { session in
-            try session.transaction {
-                var ids: [ManagedObjectID] = []
-                let rows = try session.query(sql, hasCondition ? keys.arguments : [])
-                ids.reserveCapacity(rows.count)
-                for row in rows {
-                    if let single {
-                        ids.append(ManagedObjectID(entity: single, storeIdentifier: identifier, primaryKey: try row.decode(Int64.self)))
-                    } else {
-                        let (pk, number) = try row.decode((Int64, Int64).self)
-                        guard let entity = self.entity(forNumber: Int(number)) else { continue }
+        let (keys, hasCondition) = try translator.keySelect(for: fetch)
+        var sql = SQLFragment("UPDATE \(SQLiteIdentifier.quoted(table)) SET ") + SQLFragment.joined(update.assignments, separator: ", ")
+        sql += ", Z_OPT = Z_OPT + 1"
+        if hasCondition { sql += " WHERE Z_PK IN (" + keys + ")" }
+        let checks = update.checkedRanges.map { "\($0.column) < \($0.range.lowerBound) OR \($0.column) > \($0.range.upperBound)" }
+        let (result, outOfRange) = try announcedChange(sql, kind: "u", fetch: fetch, resultType: resultType, returning: update.checkedRanges.map(\.column),
+                                                       outOfRange: checks.isEmpty ? nil : checks.joined(separator: " OR "),
+                                                       doing: "batch updating \(entity.name)")
+        if let outOfRange {
+            throw CoreDataError(.managedObjectValidation, "\(entity.name): a value set by the batch update is out of its attribute's range (\(outOfRange))",
+                                entityName: entity.name, valueDescription: outOfRange)
+        }
+        return result
+    }
+
+    /// Runs `change`, an `UPDATE` or `DELETE` of the fetch's table, in a
+    /// transaction that announces the changed rows (`kind` `u` or `d`). The
+    /// changed keys come back to the store only for
+    /// ``BatchRequestResultType/objectIDs``; otherwise the server itself writes the
+    /// announcements (`string_agg` into `pg_notify`) and counts the rows. When a
+    /// changed row meets `outOfRange` (a condition on the `returning` columns) the
+    /// transaction rolls back and the offending values come back instead.
+    private func announcedChange(_ change: SQLFragment, kind: Character, fetch: StoreFetch, resultType: BatchRequestResultType,
+                                 returning: [String] = [], outOfRange: String? = nil,
+                                 doing: String) throws -> (result: PersistentStoreResult, outOfRange: String?) {
+        struct OutOfRange: Error { let values: String }
+        let extra = returning.map { ", " + $0 }.joined()
+        do {
+            return try pool.withSession { session in
+                try session.transaction {
+                    if resultType != .objectIDs {
+                        // Payloads `<origin> <kind><entity>=<pk>,...` of at most 300 keys
+                        // (under PostgreSQL's 8000 bytes whatever the keys' digits).
+                        let bad = outOfRange.map { "(SELECT concat_ws(', '\(extra)) FROM changed WHERE \($0) LIMIT 1)" } ?? "NULL"
+                        let announced = """
+                            WITH changed AS (\(change.text) RETURNING Z_PK, Z_ENT\(extra)),
+                            parts AS (SELECT Z_ENT AS entity, Z_PK AS pk, (row_number() OVER (PARTITION BY Z_ENT) - 1) / 300 AS part FROM changed),
+                            sent AS (SELECT pg_notify(?, ? || ' \(kind)' || entity || '=' || string_agg(pk::text, ',')) FROM parts GROUP BY entity, part)
+                            SELECT (SELECT COUNT(*) FROM changed), (SELECT COUNT(*) FROM sent), \(bad)
+                            """
+                        let arguments = change.arguments + [remoteChanges.channel.databaseValue, remoteChanges.origin.databaseValue]
+                        let row = try session.query(announced, arguments).first?.makeRandomAccess()
+                        if let cell = row?[2], cell.bytes != nil { throw OutOfRange(values: (try? cell.decode(String.self)) ?? "?") }
+                        return (PersistentStoreResult(resultType, count: Int(row.map { PostgreSQLValues.int64($0[0]) } ?? 0)), nil)
+                    }
+                    // The entity of every row when it is one (its own table), else each row's.
+                    let single: EntityDescription? = translator.entityColumn(for: fetch, restricted: true).number.flatMap(entity(forNumber:))
+                    var ids: [ManagedObjectID] = []
+                    let rows = try session.query(change.text + " RETURNING Z_PK, Z_ENT" + extra
+                                                 + (outOfRange.map { ", (" + $0 + ")" } ?? ""), change.arguments)
+                    ids.reserveCapacity(rows.count)
+                    for row in rows {
+                        let cells = row.makeRandomAccess()
+                        if outOfRange != nil, PostgreSQLValues.int64(cells[2 + returning.count]) != 0 {
+                            throw OutOfRange(values: (0..<returning.count).map { "\(PostgreSQLValues.databaseValue(cells[2 + $0]))" }.joined(separator: ", "))
+                        }
+                        let pk = PostgreSQLValues.int64(cells[0])
+                        guard let entity = single ?? self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) else { continue }
                         ids.append(ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
                     }
+                    try remoteChanges.announce(updated: kind == "u" ? ids : [], deleted: kind == "d" ? ids : [], of: self, session)
+                    return (PersistentStoreResult(resultType, ids), nil)
                 }
-                var changes = SaveChanges()
-                changes.deleted = ids.map { ($0, 0) }
-                try remoteChanges.announce(changes, of: self, session)
-                return PersistentStoreResult(resultType, ids)
             }
+        } catch let error as OutOfRange {
+            // The transaction rolled back: the values that were out of range.
+            return (PersistentStoreResult(resultType, count: 0), error.values)
+        } catch {
+            throw PostgreSQLErrors.coreDataError(error, code: .persistentStoreSave, doing: doing, url: url)
         }
     }
 }

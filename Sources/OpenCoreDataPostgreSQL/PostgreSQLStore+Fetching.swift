@@ -11,7 +11,7 @@ extension PostgreSQLStore {
         if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch) }
         let statement = try translator.selectStatement(for: fetch)
         return try withSession("fetching \(fetch.entity.name)") { session in
-            try prepareCollations(statement, session)
+            try prepareCollations(statement.collations, session)
             let rows = try session.query(statement.sql, statement.arguments)
             var reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
             return try rows.compactMap { try reader.snapshot($0) }
@@ -22,7 +22,7 @@ extension PostgreSQLStore {
     private func fetchObjectIDRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
         let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
         return try withSession("fetching \(fetch.entity.name) IDs") { session in
-            try prepareCollations(statement, session)
+            try prepareCollations(statement.collations, session)
             var keys: [(key: Int64, entity: EntityDescription)] = []
             for row in try session.query(statement.sql, statement.arguments) {
                 let cells = row.makeRandomAccess()

@@ -343,8 +343,8 @@ public final class PostgreSQLStore: PersistentStore {
     }
 
     /// Creates the ICU collations a statement sorts with, once per store.
-    func prepareCollations(_ statement: SQLFetchStatement, _ session: PostgreSQLSession) throws {
-        for collation in statement.collations where !collations.withLock({ $0.contains(collation.name) }) {
+    func prepareCollations(_ needed: [SQLiteSortCollation], _ session: PostgreSQLSession) throws {
+        for collation in needed where !collations.withLock({ $0.contains(collation.name) }) {
             guard let sql = PostgreSQLSchema.collationStatement(name: collation.name, localeIdentifier: collation.localeIdentifier,
                                                                 selector: collation.selector.rawValue) else {
                 throw CoreDataError(.persistentStoreUnsupportedRequestType,

@@ -99,6 +99,8 @@ enum PostgreSQLErrors {
         switch sqlState(error) {
         case "23505": return CoreDataError(.managedObjectConstraintMerge, message, url: url)
         case "55P03", "57014": return CoreDataError(.persistentStoreTimeout, message, url: url)
+        // A number out of its column's range (an integer overflowing in arithmetic).
+        case "22003": return CoreDataError(.managedObjectValidation, message, url: url)
         default: return CoreDataError(code, message, url: url)
         }
     }

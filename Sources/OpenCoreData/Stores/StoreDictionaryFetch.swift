@@ -73,12 +73,19 @@ extension PersistentStore {
     /// sorted), grouped, and the columns computed in memory. The default for
     /// stores that do not compute them themselves.
     public func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
+        try evaluateDictionaries(request)
+    }
+
+    /// Dictionary results computed in memory over the store's rows (what
+    /// ``fetchDictionaries(_:)`` does by default), for a store that computes
+    /// them itself where it can.
+    package func evaluateDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
         try StoreDictionaryEvaluation(store: self, request: request).run()
     }
 }
 
 /// Computes dictionary results over a store's rows.
-struct StoreDictionaryEvaluation {
+package struct StoreDictionaryEvaluation {
     let store: any PersistentStore
     let request: StoreDictionaryFetch
     let graph: StoreRowGraph
@@ -134,7 +141,7 @@ struct StoreDictionaryEvaluation {
     }
 
     /// A result dictionary as predicates see it: object IDs as their URIs.
-    static func predicateDictionary(_ dictionary: [String: SnapshotValue]) -> [String: AttributeValue] {
+    package static func predicateDictionary(_ dictionary: [String: SnapshotValue]) -> [String: AttributeValue] {
         dictionary.mapValues { value in
             switch value {
             case .attribute(let v): return v
@@ -233,7 +240,7 @@ struct StoreDictionaryEvaluation {
     }
 
     /// A value given the type an expression description asks for.
-    static func coerce(_ value: SnapshotValue, to type: AttributeType?) -> SnapshotValue {
+    package static func coerce(_ value: SnapshotValue, to type: AttributeType?) -> SnapshotValue {
         guard let type, case .attribute(let v) = value, !v.isNull else { return value }
         switch type {
         case .integer16, .integer32, .integer64:

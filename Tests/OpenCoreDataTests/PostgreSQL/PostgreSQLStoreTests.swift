@@ -322,6 +322,59 @@ struct PostgreSQLStoreTests {
         withExtendedLifetime(held) {}
     }
 
+    @Test("A batch update is one statement, announced by the server: other coordinators' contexts merge the new values")
+    func batchUpdateArrives() throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (writer, _) = try Self.coordinator(model, schema: schema)
+        let (reader, _) = try Self.coordinator(model, schema: schema)
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = writer
+        try writing.performAndWait {
+            for i in 0..<400 {
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: writing)
+                item.setValue(Int64(i % 10), forKey: "small")
+                item.setValue("item \(i)", forKey: "label")
+            }
+            try writing.save()
+        }
+        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
+        viewContext.persistentStoreCoordinator = reader
+        viewContext.automaticallyMergesChangesFromParent = true
+        let held = try viewContext.performAndWait { try viewContext.fetch(FetchRequest<ManagedObject>(entityName: "Item")) }
+        // A count result: the server announces the 360 updated rows (two payloads).
+        let update = BatchUpdateRequest(entityName: "Item")
+        update.predicate = try CorePredicate(format: "small < 9")
+        update.propertiesToUpdate = ["small": try CoreExpression(format: "small * 100 + 7"), "label": "batch"]
+        update.resultType = .count
+        #expect(try writing.performAndWait { try writing.execute(update).count } == 360)
+        let merged = Self.wait(upTo: 60) {
+            viewContext.performAndWait {
+                held.allSatisfy { item in
+                    let small = item.value(forKey: "small") as? Int ?? -1
+                    return small == 9 ? item.value(forKey: "label") as? String != "batch" : small % 100 == 7 && item.value(forKey: "label") as? String == "batch"
+                }
+            }
+        }
+        #expect(merged)
+        // A computed value out of the attribute's range (Integer 16): nothing
+        // changes, whatever the result type.
+        for resultType in [BatchRequestResultType.count, .objectIDs] {
+            let overflow = BatchUpdateRequest(entityName: "Item")
+            overflow.propertiesToUpdate = ["small": try CoreExpression(format: "small * 100")]
+            overflow.resultType = resultType
+            #expect { try writing.performAndWait { try writing.execute(overflow) } } throws: { error in
+                (error as? CoreDataError)?.code == .managedObjectValidation
+            }
+        }
+        let stored = try writing.performAndWait { () -> [Int] in
+            writing.reset()
+            return try writing.fetch(FetchRequest<ManagedObject>(entityName: "Item")).compactMap { $0.value(forKey: "small") as? Int }
+        }
+        #expect(stored.count == 400 && stored.allSatisfy { $0 == 9 || $0 % 100 == 7 })
+        withExtendedLifetime(held) {}
+    }
+
     @Test("Thousands of changes in one save: array statements, several payloads in one NOTIFY statement, all merged elsewhere")
     func largeSavesArrive() throws {
         let model = try Self.model()
@@ -417,6 +470,87 @@ struct PostgreSQLStoreTests {
             #expect(loads == [1, 2, 4, 8, 16, 18], "batches per read: \(loads)")
             #expect(items.loadedBatchCount == 50)
         }
+    }
+
+    @Test("Dictionary fetches run on the server: the same results as evaluation in memory, one statement each")
+    func dictionariesInSQL() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            let counters = (0..<3).map { i -> ManagedObject in
+                let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context)
+                counter.setValue("counter \(i)", forKey: "name")
+                return counter
+            }
+            for i in 0..<200 {
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
+                item.setValue("label \(i % 7)", forKey: "label")
+                item.setValue(Int64(i % 13), forKey: "small")
+                item.setValue(Double(i) / 4, forKey: "ratio")
+                item.setValue(Decimal(i) / 10, forKey: "price")
+                if i % 5 != 0 { item.setValue(counters[i % 3], forKey: "counter") }
+            }
+            try context.save()
+        }
+        let item = model.entitiesByName["Item"]!
+        func column(_ name: String, _ expression: CoreExpression, _ type: AttributeType? = nil) -> StoreColumn {
+            StoreColumn(name: name, expression: expression, resultType: type)
+        }
+        func aggregate(_ function: String, _ key: String) -> CoreExpression { .function(function, arguments: [.keyPath(key)]) }
+        var requests: [StoreDictionaryFetch] = []
+        // Grouped by a to-one relationship, every aggregate.
+        var grouped = StoreDictionaryFetch(fetch: StoreFetch(entity: item))
+        grouped.columns = [column("counter", .keyPath("counter")), column("n", aggregate("count:", "small"), .integer64),
+                           column("total", aggregate("sum:", "small"), .integer64), column("mean", aggregate("average:", "ratio"), .double),
+                           column("low", aggregate("min:", "price")), column("high", aggregate("max:", "label"))]
+        grouped.groupBy = [grouped.columns[0]]
+        requests.append(grouped)
+        // No grouping: aggregates and arithmetic on them, with a predicate.
+        var whole = StoreDictionaryFetch(fetch: StoreFetch(entity: item))
+        whole.fetch.predicate = try CorePredicate(format: "small > 2")
+        whole.columns = [column("sum", aggregate("sum:", "ratio"), .double),
+                         column("perItem", .function(PredicateFunction.divide.rawValue, arguments: [aggregate("sum:", "small"), aggregate("count:", "small")]), .double),
+                         column("decimals", aggregate("sum:", "price"), .decimal)]
+        requests.append(whole)
+        // Grouped by an attribute, sorted by it, with a having predicate.
+        var labels = StoreDictionaryFetch(fetch: StoreFetch(entity: item))
+        labels.columns = [column("label", .keyPath("label")), column("n", aggregate("count:", "label"), .integer64)]
+        labels.groupBy = [labels.columns[0]]
+        labels.fetch.sortDescriptors = [CoreSortDescriptor(key: "label", ascending: false)]
+        labels.havingPredicate = try CorePredicate(format: "n > 28")
+        requests.append(labels)
+        // Plain values through a to-one, sorted, offset and limited; distinct values.
+        var plain = StoreDictionaryFetch(fetch: StoreFetch(entity: item))
+        plain.columns = [column("label", .keyPath("label")), column("owner", .keyPath("counter.name")), column("price", .keyPath("price"))]
+        plain.fetch.sortDescriptors = [CoreSortDescriptor(key: "ratio", ascending: false)]
+        plain.fetch.fetchOffset = 3
+        plain.fetch.fetchLimit = 20
+        requests.append(plain)
+        var distinct = StoreDictionaryFetch(fetch: StoreFetch(entity: item))
+        distinct.columns = [column("small", .keyPath("small"))]
+        distinct.distinct = true
+        distinct.fetch.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
+        requests.append(distinct)
+        for request in requests {
+            let inSQL = try #require(try store.sqlDictionaries(request), "\(request.columns.map(\.name)) not run in SQL")
+            let evaluated = try store.evaluateDictionaries(request)
+            let ordered = !request.fetch.sortDescriptors.isEmpty || request.groupBy.isEmpty && !request.distinct
+            if ordered {
+                #expect(inSQL == evaluated, "\(request.columns.map(\.name))")
+            } else {
+                #expect(Set(inSQL) == Set(evaluated), "\(request.columns.map(\.name))")
+            }
+            #expect(!inSQL.isEmpty)
+        }
+        // A sort on a value neither grouped nor aggregated: PostgreSQL refuses the
+        // statement, the store computes it in memory.
+        var refused = labels
+        refused.fetch.sortDescriptors = [CoreSortDescriptor(key: "ratio", ascending: true)]
+        refused.havingPredicate = nil
+        #expect(try store.sqlDictionaries(refused) == nil)
+        #expect(try store.fetchDictionaries(refused).count == 7)
     }
 
     @Test("A column goes into an array parameter only when every value has the column type's exact form")

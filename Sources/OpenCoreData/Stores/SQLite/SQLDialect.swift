@@ -14,6 +14,7 @@ import Foundation
 /// | a comparison that is false for `NULL` | `IFNULL(c, 0)` | `COALESCE(c, FALSE)` |
 /// | `@sum` of no rows | `TOTAL(x)` | `COALESCE(SUM(x), 0)` |
 /// | `trunc:` | `CAST(x AS INTEGER)` | `CAST(TRUNC(x) AS BIGINT)` |
+/// | a division of aggregates | `CAST(x AS REAL) / y` | `CAST(x AS DOUBLE PRECISION) / y` |
 /// | `compare:` order of strings | `COLLATE OCD_COMPARE` | `ocd_order_key(ocd_fold(x, 0))` |
 /// | `caseInsensitiveCompare:` | `COLLATE OCD_CASEINSENSITIVE` | `ocd_order_key(ocd_fold(x, 1))` |
 /// | `NULL`s sort first ascending | (the default) | `NULLS FIRST` / `NULLS LAST` |
@@ -51,6 +52,12 @@ package enum SQLDialect: Sendable, Hashable {
     /// `value` truncated toward zero to an integer (`trunc:`).
     func truncated(_ value: SQLFragment) -> SQLFragment {
         self == .sqlite ? "CAST(" + value + " AS INTEGER)" : "CAST(TRUNC(" + value + ") AS BIGINT)"
+    }
+
+    /// `value` as a floating-point number (the left side of a division of
+    /// aggregates, so that it does not truncate).
+    func floatingPoint(_ value: SQLFragment) -> SQLFragment {
+        self == .sqlite ? "CAST(" + value + " AS REAL)" : "CAST(" + value + " AS DOUBLE PRECISION)"
     }
 
     /// The collation clause of `compare:` on strings, spaced.

@@ -38,7 +38,7 @@ package struct SQLFragment: Sendable, Hashable, ExpressibleByStringLiteral, Cust
     package var description: String { text }
 
     /// The fragments joined with a separator.
-    static func joined(_ parts: [SQLFragment], separator: String) -> SQLFragment {
+    package static func joined(_ parts: [SQLFragment], separator: String) -> SQLFragment {
         var result = SQLFragment("")
         for (i, part) in parts.enumerated() {
             if i > 0 { result.text += separator }

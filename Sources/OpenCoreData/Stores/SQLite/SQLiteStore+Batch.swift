@@ -76,41 +76,21 @@ extension SQLiteStore {
 
     private func sqlUpdate(_ fetch: StoreFetch, _ values: [Int: CoreExpression], resultType: BatchRequestResultType) throws -> PersistentStoreResult? {
         let entity = fetch.entity
-        guard let table = schema.table(for: entity), !values.isEmpty else { return nil }
-        var sets: [SQLFragment] = []
-        var ranges: [(String, ClosedRange<Int64>)] = []
-        for (index, expression) in values.sorted(by: { $0.key < $1.key }) {
-            guard index < entity.allProperties.count, let attribute = entity.allProperties[index] as? AttributeDescription,
-                  let column = schema.column(for: attribute, in: entity) else { return nil }
-            let quoted = SQLiteIdentifier.quoted(column)
-            if case .constant(let value) = expression {
-                let typed = try StoreBatchExecution.typed(value, attribute)
-                sets.append(SQLFragment("\(quoted) = ?", arguments: [try encode(typed, for: attribute)]))
-                continue
-            }
-            // Computed values: numbers only, integers only from integers, so that
-            // SQL computes what the evaluator computes.
-            let type = attribute.attributeType
-            guard SQLDomain(type) == .numeric, type != .decimal, type != .boolean,
-                  SQLiteStore.isSQLArithmetic(expression, integral: type.integerRange != nil, entity: entity) else { return nil }
-            let context = try SQLTranslationContext(translator: translator, fetch: StoreFetch(entity: entity))
-            guard case .scalar(let value, .numeric)? = try? context.operand(expression) else { return nil }
-            var term = SQLFragment("\(quoted) = (SELECT ") + value + " FROM " + context.fromClause()
-            term += SQLFragment(" WHERE t0.Z_PK = \(SQLiteIdentifier.quoted(table)).Z_PK)")
-            sets.append(term)
-            if let range = type.integerRange { ranges.append((quoted, range)) }
+        guard let table = schema.table(for: entity),
+              let update = try translator.batchUpdate(of: entity, table: table, values: values, encode: { try self.encode($0, for: $1) }) else {
+            return nil
         }
         let keys = try keySelect(fetch)
         return try write("batch updating \(entity.name)") { db -> PersistentStoreResult in
             // The IDs only when they are asked for (100k IDs cost more than the UPDATE).
             let ids = resultType == .objectIDs ? try self.matchingIDs(fetch, db) : nil
             if ids?.isEmpty == true { return PersistentStoreResult(resultType, []) }
-            var sql = SQLFragment("UPDATE \(SQLiteIdentifier.quoted(table)) SET ") + SQLFragment.joined(sets, separator: ", ")
+            var sql = SQLFragment("UPDATE \(SQLiteIdentifier.quoted(table)) SET ") + SQLFragment.joined(update.assignments, separator: ", ")
             sql += " , Z_OPT = Z_OPT + 1 WHERE Z_PK IN (" + keys + ")"
             try db.execute(sql: sql.text, arguments: StatementArguments(sql.arguments))
             let changes = db.changesCount
             // Values out of an integer type's range fail the request, as in memory.
-            for (column, range) in ranges {
+            for (column, range) in update.checkedRanges {
                 let check = "SELECT \(column) FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK IN (" + keys.text
                     + ") AND (\(column) < \(range.lowerBound) OR \(column) > \(range.upperBound)) LIMIT 1"
                 if let bad = try DatabaseValue.fetchOne(db, sql: check, arguments: StatementArguments(keys.arguments)), !bad.isNull {
@@ -119,30 +99,6 @@ extension SQLiteStore {
                 }
             }
             return SQLiteStore.result(resultType, ids: ids, changes: changes)
-        }
-    }
-
-    /// Whether an expression is `+`, `-`, `*` over numeric key paths of the entity
-    /// and numeric constants (integers only when `integral`).
-    static func isSQLArithmetic(_ expression: CoreExpression, integral: Bool, entity: EntityDescription) -> Bool {
-        switch expression {
-        case .constant(let value):
-            switch value {
-            case .int: return true
-            case .double: return !integral
-            default: return false
-            }
-        case .keyPath(let path):
-            guard let attribute = entity.propertiesByName[path] as? AttributeDescription else { return false }
-            let type = attribute.attributeType
-            if integral { return type.integerRange != nil }
-            return SQLDomain(type) == .numeric && type != .decimal
-        case let .function(name, arguments):
-            guard [PredicateFunction.add.rawValue, PredicateFunction.subtract.rawValue, PredicateFunction.multiply.rawValue].contains(name),
-                  arguments.count == 2 else { return false }
-            return arguments.allSatisfy { isSQLArithmetic($0, integral: integral, entity: entity) }
-        default:
-            return false
         }
     }
 

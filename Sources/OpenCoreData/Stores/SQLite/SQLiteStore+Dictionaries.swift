@@ -57,8 +57,8 @@ extension SQLiteStore {
 
 /// One value of a dictionary `SELECT`: its key, where it is in the row and how it
 /// is read back.
-struct SQLDictionaryColumn {
-    enum Decoding {
+package struct SQLDictionaryColumn {
+    package enum Decoding {
         /// An attribute's column (or `MIN`/`MAX` of one): read as the attribute.
         case attribute(AttributeDescription)
         /// An object: its primary key, then its `Z_ENT` in the next column.
@@ -68,22 +68,22 @@ struct SQLDictionaryColumn {
         /// A value known without SQL.
         case constant(AttributeValue)
     }
-    var name: String
-    var index: Int
-    var decoding: Decoding
-    var resultType: AttributeType?
+    package var name: String
+    package var index: Int
+    package var decoding: Decoding
+    package var resultType: AttributeType?
 }
 
 /// A dictionary fetch's statement.
-struct SQLDictionaryStatement {
-    var sql: SQLFragment
-    var columns: [SQLDictionaryColumn]
-    var collations: [SQLiteSortCollation]
+package struct SQLDictionaryStatement {
+    package var sql: SQLFragment
+    package var columns: [SQLDictionaryColumn]
+    package var collations: [SQLiteSortCollation]
 }
 
 extension SQLFetchTranslator {
     /// The `SELECT` of a dictionary fetch.
-    func dictionaryStatement(for request: StoreDictionaryFetch) throws -> SQLDictionaryStatement {
+    package func dictionaryStatement(for request: StoreDictionaryFetch) throws -> SQLDictionaryStatement {
         let context = try SQLTranslationContext(translator: self, fetch: request.fetch)
         var terms: [SQLFragment] = []
         var columns: [SQLDictionaryColumn] = []
@@ -177,7 +177,7 @@ extension SQLTranslationContext {
                     parts.append(sql.first ?? "NULL")
                 }
             }
-            let left = symbol == " / " ? "CAST(" + parts[0] + " AS REAL)" : parts[0]
+            let left = symbol == " / " ? translator.dialect.floatingPoint(parts[0]) : parts[0]
             return (["(" + left + SQLFragment(symbol) + parts[1] + ")"], .value)
         }
         switch try operand(expression) {
