@@ -29,9 +29,16 @@ final class PostgreSQLRemoteChanges: Sendable {
         var listener: PostgresListenContext?
         weak var store: PostgreSQLStore?
         weak var coordinator: PersistentStoreCoordinator?
+        /// Whether the store listens (between `start` and `stop`), so that a
+        /// connection that closes by itself is opened again.
+        var isListening = false
+        /// How many times a closed listening connection was replaced.
+        var reconnections = 0
     }
     private let state = Lock(State())
     private let queue = DispatchQueue(label: "OpenCoreData.PostgreSQLStore.remoteChanges")
+    /// The longest wait between two attempts to listen again.
+    static let longestRetryDelay: TimeInterval = 5
 
     init(storeIdentifier: String) {
         let hex = storeIdentifier.lowercased().filter { $0.isHexDigit }
@@ -39,11 +46,25 @@ final class PostgreSQLRemoteChanges: Sendable {
     }
 
     /// Starts listening for `store` of `coordinator` (on a connection of its own).
-    /// A failure to listen leaves the store working without other servers'
+    /// When that connection closes without `stop()` (the server restarted, the
+    /// network dropped it), the store listens again on a new one, retrying with
+    /// growing waits; the changes announced meanwhile are lost, so each context
+    /// that merges automatically then refreshes every object it holds. A failure
+    /// to listen at the start leaves the store working without other servers'
     /// changes arriving by themselves.
     func start(store: PostgreSQLStore, coordinator: PersistentStoreCoordinator) {
         stop()
-        guard let connection = try? store.pool.open() else { return }
+        state.withLock { state in
+            state.store = store
+            state.coordinator = coordinator
+            state.isListening = true
+        }
+        if !listen() { stop() }
+    }
+
+    /// Opens the listening connection; false when it cannot.
+    private func listen() -> Bool {
+        guard let store = state.withLock({ $0.store }), let connection = try? store.pool.open() else { return false }
         let listener = connection.addListener(channel: channel) { [weak self] _, notification in
             guard let self else { return }
             let payload = notification.payload
@@ -54,13 +75,54 @@ final class PostgreSQLRemoteChanges: Sendable {
         } catch {
             listener.stop()
             PostgreSQLConnectionPool.close(connection)
-            return
+            return false
         }
-        state.withLock { state in
+        let kept = state.withLock { state -> Bool in
+            guard state.isListening else { return false }
             state.connection = connection
             state.listener = listener
-            state.store = store
-            state.coordinator = coordinator
+            return true
+        }
+        guard kept else {
+            // Stopped meanwhile.
+            listener.stop()
+            PostgreSQLConnectionPool.close(connection)
+            return true
+        }
+        connection.closeFuture.whenComplete { [weak self] _ in
+            guard let self else { return }
+            self.queue.async { [weak self] in self?.connectionClosed(connection) }
+        }
+        return true
+    }
+
+    /// Listens again after the listening connection closed by itself.
+    private func connectionClosed(_ connection: PostgresConnection) {
+        let lost = state.withLock { state -> Bool in
+            guard state.isListening, state.connection === connection else { return false }
+            state.connection = nil
+            state.listener = nil
+            return true
+        }
+        if lost { relisten(after: 0.05) }
+    }
+
+    private func relisten(after delay: TimeInterval) {
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, self.state.withLock({ $0.isListening && $0.connection == nil }) else { return }
+            guard self.listen() else {
+                self.relisten(after: min(delay * 2, PostgreSQLRemoteChanges.longestRetryDelay))
+                return
+            }
+            // Announcements sent while no connection listened are lost.
+            let (store, coordinator) = self.state.withLock { state in
+                state.reconnections += 1
+                return (state.store, state.coordinator)
+            }
+            guard let store, let coordinator else { return }
+            coordinator.refreshAfterMissedRemoteChanges()
+            NotificationCenter.default.post(name: .persistentStoreRemoteChange, object: coordinator,
+                                            userInfo: [PersistentStoreRemoteChangeKey.storeUUID: store.identifier])
         }
     }
 
@@ -73,6 +135,11 @@ final class PostgreSQLRemoteChanges: Sendable {
         listener?.stop()
         if let connection { PostgreSQLConnectionPool.close(connection) }
     }
+
+    /// Whether a connection listens now (false while the store listens again).
+    var isConnected: Bool { state.withLock { $0.connection != nil } }
+    /// How many times a closed listening connection was replaced.
+    var reconnections: Int { state.withLock { $0.reconnections } }
 
     /// Adds the `NOTIFY`s of `changes` to the save's transaction.
     func announce(_ changes: SaveChanges, of store: PostgreSQLStore, _ session: PostgreSQLSession) throws {

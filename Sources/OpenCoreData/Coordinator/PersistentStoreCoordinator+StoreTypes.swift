@@ -65,4 +65,17 @@ extension PersistentStoreCoordinator {
             target.perform { target.mergeChanges(from: summary) }
         }
     }
+
+    /// Tells this coordinator's contexts that merge automatically that changes
+    /// may have been made that no one announced (a store stopped hearing other
+    /// writers for a while): the row cache is emptied and each context refreshes
+    /// its objects (``ManagedObjectContext/refreshAllObjects()``: objects without
+    /// unsaved changes become faults and read their rows again).
+    package func refreshAfterMissedRemoteChanges() {
+        forgetCachedRows()
+        let targets = mergeTargets.withLock { $0.values.compactMap(\.context) }
+        for target in targets {
+            target.perform { target.refreshAllObjects() }
+        }
+    }
 }

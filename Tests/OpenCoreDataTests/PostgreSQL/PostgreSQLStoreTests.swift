@@ -276,6 +276,50 @@ struct PostgreSQLStoreTests {
         #expect(gone)
     }
 
+    @Test("A listening connection the server drops is opened again; contexts refresh what they may have missed")
+    func listenerReconnects() throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (writer, _) = try Self.coordinator(model, schema: schema)
+        let (reader, readerStore) = try Self.coordinator(model, schema: schema)
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = writer
+        let id = try writing.performAndWait {
+            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: writing)
+            counter.setValue("c", forKey: "name")
+            try writing.save()
+            return counter.objectID
+        }
+        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
+        viewContext.persistentStoreCoordinator = reader
+        viewContext.automaticallyMergesChangesFromParent = true
+        let held = try viewContext.performAndWait { try viewContext.existingObject(with: id) }
+        #expect(viewContext.performAndWait { held.value(forKey: "value") as? Int } == 0)
+        #expect(readerStore.remoteChanges.isConnected)
+        // The server ends every connection listening on the store's channel (the
+        // writer's and the reader's), then the writer saves at once.
+        let terminated = try writing.performAndWait { () -> Int in
+            try readerStore.withSession("ending listeners") { session in
+                try session.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE ?",
+                                  ["LISTEN%\(readerStore.remoteChanges.channel)%".databaseValue]).count
+            }
+        }
+        #expect(terminated >= 1)
+        func change(to value: Int64) throws {
+            try writing.performAndWait {
+                try writing.existingObject(with: id).setValue(value, forKey: "value")
+                try writing.save()
+            }
+        }
+        try change(to: 1)
+        // Heard or refreshed after listening again: the reader sees the value.
+        #expect(Self.wait(upTo: 60) { viewContext.performAndWait { held.value(forKey: "value") as? Int == 1 } })
+        #expect(Self.wait(upTo: 60) { readerStore.remoteChanges.reconnections == 1 && readerStore.remoteChanges.isConnected })
+        // Listening again: the next change arrives as announced.
+        try change(to: 2)
+        #expect(Self.wait(upTo: 60) { viewContext.performAndWait { held.value(forKey: "value") as? Int == 2 } })
+    }
+
     @Test("A batch delete is one statement, its deletions announced by the server: other coordinators' contexts let the objects go")
     func batchDeleteArrives() throws {
         // No relationship (no delete rule to apply): the delete is done in SQL.
