@@ -220,7 +220,7 @@ final class PostgreSQLRemoteChanges: Sendable {
             }
             for text in word[word.index(after: equals)...].split(separator: ",") {
                 guard let pk = Int64(text) else { continue }
-                changes[key, default: []].append(ManagedObjectID(entity: entity, storeIdentifier: store.identifier, primaryKey: pk))
+                changes[key, default: []].append(ManagedObjectID(entity: entity, in: store.idScopes, primaryKey: pk))
             }
         }
         guard !changes.isEmpty else { return }

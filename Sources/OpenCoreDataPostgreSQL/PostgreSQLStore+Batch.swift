@@ -121,7 +121,7 @@ extension PostgreSQLStore {
                         }
                         let pk = PostgreSQLValues.int64(cells[0])
                         guard let entity = single ?? self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) else { continue }
-                        ids.append(ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
+                        ids.append(ManagedObjectID(entity: entity, in: idScopes, primaryKey: pk))
                     }
                     try remoteChanges.announce(updated: kind == "u" ? ids : [], deleted: kind == "d" ? ids : [], of: self, session)
                     return (PersistentStoreResult(resultType, ids), nil)

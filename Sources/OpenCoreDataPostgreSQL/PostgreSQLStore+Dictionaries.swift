@@ -75,7 +75,7 @@ extension PostgreSQLStore {
             guard case .int64(let pk) = key.storage else { return .toOne(nil) }
             let number = Int(PostgreSQLValues.int64(cells[column.index + 1]))
             let entity = self.entity(forNumber: number) ?? declared
-            return .toOne(ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
+            return .toOne(ManagedObjectID(entity: entity, in: idScopes, primaryKey: pk))
         case .value:
             return .attribute(Self.computedValue(cells[column.index]))
         case .constant(let constant):

@@ -23,21 +23,19 @@ extension PostgreSQLStore {
         let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
         return try withSession("fetching \(fetch.entity.name) IDs") { session in
             try prepareCollations(statement.collations, session)
-            var keys: [(key: Int64, entity: EntityDescription)] = []
+            var keys: [(key: Int64, scope: ManagedObjectID.Scope)] = []
+            // The scope looked up once per run of rows of one entity.
+            var last = (entity: fetch.entity, scope: idScopes.scope(for: fetch.entity))
             for row in try session.query(statement.sql, statement.arguments) {
                 let cells = row.makeRandomAccess()
-                var entity = fetch.entity
                 if selectsEntity {
                     guard let found = self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) else { continue }
-                    entity = found
+                    if found !== last.entity { last = (found, idScopes.scope(for: found)) }
                 }
-                keys.append((PostgreSQLValues.int64(cells[0]), entity))
+                keys.append((PostgreSQLValues.int64(cells[0]), last.scope))
             }
             if sortsKeys { keys.sort { $0.key < $1.key } }
-            return keys.map {
-                RowSnapshot(objectID: ManagedObjectID(entity: $0.entity, storeIdentifier: identifier, primaryKey: $0.key),
-                            version: 0, values: [])
-            }
+            return keys.map { RowSnapshot(objectID: ManagedObjectID(scope: $0.scope, primaryKey: $0.key), version: 0, values: []) }
         }
     }
 
@@ -92,7 +90,7 @@ extension PostgreSQLStore {
             try session.query(sql, [pk.databaseValue]).map { row in
                 let cells = row.makeRandomAccess()
                 let entity = self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) ?? destination
-                return ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: PostgreSQLValues.int64(cells[0]))
+                return ManagedObjectID(entity: entity, in: idScopes, primaryKey: PostgreSQLValues.int64(cells[0]))
             }
         }
     }
@@ -141,19 +139,16 @@ extension PostgreSQLStore {
             default:
                 return nil
             }
-            var start = 0
-            while start < group.keys.count {
-                let keys = group.keys[start..<min(group.keys.count, start + 5_000)]
-                start += keys.count
-                let sql = select + ", \(source) FROM \(from) WHERE \(source) IN ("
-                    + Array(repeating: "?", count: keys.count).joined(separator: ", ") + ") ORDER BY \(source), \(order)t0.Z_PK"
-                try withSession("reading \(relationship.name) of \(objectIDs.count) objects") { session in
-                    var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
-                    for row in try session.query(sql, keys.map(\.databaseValue)) {
-                        let owner = PostgreSQLValues.int64(row.makeRandomAccess()[keyColumn])
-                        guard let snapshot = try reader.snapshot(row) else { continue }
-                        for position in group.positions[owner] ?? [] { result[position].append(snapshot) }
-                    }
+            // Every source's key in one array: one statement for any number of sources.
+            let sql = select + ", \(source) FROM \(from) WHERE \(source) = ANY($1::int8[]) ORDER BY \(source), \(order)t0.Z_PK"
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(group.keys)
+            try withSession("reading \(relationship.name) of \(objectIDs.count) objects") { session in
+                var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
+                for row in try session.query(numbered: sql, bindings: bindings) {
+                    let owner = PostgreSQLValues.int64(row.makeRandomAccess()[keyColumn])
+                    guard let snapshot = try reader.snapshot(row) else { continue }
+                    for position in group.positions[owner] ?? [] { result[position].append(snapshot) }
                 }
             }
         }
@@ -197,7 +192,7 @@ extension PostgreSQLStore {
                 reservedPrimaryKeys.withLock { $0[rootNumber] = (first + wanted)..<(first + reservation) }
             }
         }
-        return (0..<count).map { ManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: first + Int64($0)) }
+        return (0..<count).map { ManagedObjectID(entity: entity, in: idScopes, primaryKey: first + Int64($0)) }
     }
 
     public func reserveObjectIDs(_ objectIDs: [ManagedObjectID]) throws {
@@ -270,6 +265,8 @@ struct PostgreSQLRowReader {
     /// Where each property's value comes from, for rows of one entity.
     private struct Plan {
         let entity: EntityDescription
+        /// The scope of the rows' IDs.
+        let scope: ManagedObjectID.Scope
         /// For each property: a column (attribute or to-one key), the to-one's
         /// entity column, or nothing (the property's empty value).
         let slots: [Slot]
@@ -278,7 +275,7 @@ struct PostgreSQLRowReader {
     private enum Slot {
         case empty(SnapshotValue)
         case attribute(column: Int, attribute: AttributeDescription)
-        case toOne(keyColumn: Int, entityColumn: Int?, destination: EntityDescription)
+        case toOne(keyColumn: Int, entityColumn: Int?, destination: ManagedObjectID.Scope)
     }
 
     init(store: PostgreSQLStore, columns: [SQLFetchColumn], entityNumber: Int?) {
@@ -310,13 +307,14 @@ struct PostgreSQLRowReader {
                 let key = PostgreSQLValues.databaseValue(cells[keyColumn])
                 guard case .int64(let pk) = key.storage else { values.append(.toOne(nil)); continue }
                 var target = destination
-                if let entityColumn, let found = store.entity(forNumber: Int(PostgreSQLValues.int64(cells[entityColumn]))) {
-                    target = found
+                if let entityColumn, let found = store.entity(forNumber: Int(PostgreSQLValues.int64(cells[entityColumn]))),
+                   found !== destination.entity {
+                    target = store.idScopes.scope(for: found)
                 }
-                values.append(.toOne(ManagedObjectID(entity: target, storeIdentifier: store.identifier, primaryKey: pk)))
+                values.append(.toOne(ManagedObjectID(scope: target, primaryKey: pk)))
             }
         }
-        let id = ManagedObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: PostgreSQLValues.int64(cells[0]))
+        let id = ManagedObjectID(scope: plan.scope, primaryKey: PostgreSQLValues.int64(cells[0]))
         return RowSnapshot(objectID: id, version: PostgreSQLValues.int64(cells[2]), values: values)
     }
 
@@ -330,7 +328,7 @@ struct PostgreSQLRowReader {
                 let entityColumn = columns.firstIndex { $0.kind == .toOneEntity && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }
                 if let key, let destination = relationship.destinationEntity {
                     slots.append(.toOne(keyColumn: columns[key].index, entityColumn: entityColumn.map { columns[$0].index },
-                                        destination: destination))
+                                        destination: store.idScopes.scope(for: destination)))
                 } else {
                     slots.append(.empty(.toOne(nil)))
                 }
@@ -341,6 +339,6 @@ struct PostgreSQLRowReader {
                 slots.append(.empty(.attribute(.null)))
             }
         }
-        return Plan(entity: entity, slots: slots)
+        return Plan(entity: entity, scope: store.idScopes.scope(for: entity), slots: slots)
     }
 }

@@ -117,6 +117,9 @@ public final class PostgreSQLStore: PersistentStore {
     let collations = Lock<Set<String>>([])
     /// This store's saves announced, other coordinators' heard.
     let remoteChanges: PostgreSQLRemoteChanges
+    /// The scopes of the IDs of the store's rows, one per entity, shared by every
+    /// ID the store makes.
+    let idScopes: ManagedObjectID.Scopes
     /// Whether the store listens for other coordinators' saves (``Option/remoteChanges``).
     let listens: Bool
     /// How many primary keys a reservation takes at least.
@@ -164,6 +167,7 @@ public final class PostgreSQLStore: PersistentStore {
         metadata = storeMetadata.mapValues { AttributeValue(anyValue: $0) }
         translator = SQLFetchTranslator(schema: schema, storeIdentifier: uuid, dialect: .postgreSQL)
         remoteChanges = PostgreSQLRemoteChanges(storeIdentifier: uuid)
+        idScopes = ManagedObjectID.Scopes(storeName: .named(uuid))
         listens = options[Option.remoteChanges] != "0"
     }
 

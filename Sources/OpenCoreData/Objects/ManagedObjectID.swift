@@ -43,8 +43,8 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     /// (Entities and store names are referred to weakly, by their properties and
     /// by the interning table: every retain of them goes through a side table,
     /// and IDs are copied on every hot path.)
-    final class Scope: Sendable {
-        let entity: EntityDescription
+    package final class Scope: Sendable {
+        package let entity: EntityDescription
         let storeName: StoreName
 
         init(entity: EntityDescription, storeName: StoreName) {
@@ -54,17 +54,17 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A store's ID scopes, one per entity, made on first use.
-    final class Scopes: Sendable {
+    package final class Scopes: Sendable {
         let storeName: StoreName
         private let scopes = Lock([ObjectIdentifier: Scope]())
 
-        init(storeName: StoreName) {
+        package init(storeName: StoreName) {
             self.storeName = storeName
         }
 
         /// The scope of the IDs of `entity`'s rows. (Keyed by the entity's
         /// identity, which the scope keeps alive.)
-        func scope(for entity: EntityDescription) -> Scope {
+        package func scope(for entity: EntityDescription) -> Scope {
             scopes.withLock { scopes in
                 if let scope = scopes[ObjectIdentifier(entity)] { return scope }
                 let scope = Scope(entity: entity, storeName: storeName)
@@ -98,7 +98,7 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     /// for the identifiers it is given). The table holds names weakly and drops
     /// the dead ones as it grows, so a process that opens many stores one after
     /// another does not keep their names.
-    final class StoreName: Sendable {
+    package final class StoreName: Sendable {
         let identifier: String
         private init(_ identifier: String) { self.identifier = identifier }
 
@@ -118,7 +118,7 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
         static var tableCount: Int { table.withLock { $0.entries.count } }
 
         /// The interned name of `identifier`.
-        static func named(_ identifier: String) -> StoreName {
+        package static func named(_ identifier: String) -> StoreName {
             table.withLock { table in
                 if let name = table.entries[identifier]?.name { return name }
                 let name = StoreName(identifier)
@@ -174,12 +174,12 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
 
     /// The permanent ID of the row `primaryKey` of `entity` in the store whose
     /// scopes are `scopes`.
-    init(entity: EntityDescription, in scopes: Scopes, primaryKey: Int64) {
+    package init(entity: EntityDescription, in scopes: Scopes, primaryKey: Int64) {
         self.init(scope: scopes.scope(for: entity), primaryKey: primaryKey)
     }
 
     /// The permanent ID of the row `primaryKey` of the scope's entity and store.
-    init(scope: Scope, primaryKey: Int64) {
+    package init(scope: Scope, primaryKey: Int64) {
         self.scope = scope
         self.key = .permanent(primaryKey)
     }
