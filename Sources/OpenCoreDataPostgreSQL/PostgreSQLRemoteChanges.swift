@@ -9,7 +9,8 @@ import PostgresNIO
 /// IDs on the store's channel (`ocd_` + the store UUID); PostgreSQL delivers them
 /// when the transaction commits, and never for one that rolls back. A payload is
 /// `<origin> i<entity>=<pk>,<pk> u<entity>=... d<entity>=...`, the origin naming
-/// the store object that saved, so it ignores its own.
+/// the store object that saved, so it ignores its own; a batch delete of whole
+/// tables sends `D<entity>,<entity>` (every row of those entities).
 ///
 /// Every store listens on a connection of its own while it belongs to a
 /// coordinator. A notification is handed off the event loop to a serial queue,
@@ -174,6 +175,14 @@ final class PostgreSQLRemoteChanges: Sendable {
         try send(parts, session)
     }
 
+    /// Adds the `NOTIFY` of the deletion of every row of the entities numbered
+    /// `entityNumbers` to the transaction of `session` (`D<n>,<n>`): receivers
+    /// check which of their objects of those entities still exist.
+    func announceDeletionOfAll(entityNumbers: [Int], _ session: PostgreSQLSession) throws {
+        guard !entityNumbers.isEmpty else { return }
+        try send(["D" + entityNumbers.map(String.init).joined(separator: ",")], session)
+    }
+
     /// Sends `parts` in as few payloads as fit PostgreSQL's limit, all with one
     /// statement (the payloads are one array parameter).
     private func send(_ parts: [String], _ session: PostgreSQLSession) throws {
@@ -207,7 +216,12 @@ final class PostgreSQLRemoteChanges: Sendable {
         let (store, coordinator) = state.withLock { ($0.store, $0.coordinator) }
         guard let store, let coordinator else { return }
         var changes: [String: [ManagedObjectID]] = [:]
+        var deletedEntities: [EntityDescription] = []
         for word in words.dropFirst() {
+            if word.first == "D" {
+                deletedEntities += word.dropFirst().split(separator: ",").compactMap { Int($0).flatMap(store.entity(forNumber:)) }
+                continue
+            }
             guard let kind = word.first, let equals = word.firstIndex(of: "="),
                   let number = Int(word[word.index(after: word.startIndex)..<equals]),
                   let entity = store.entity(forNumber: number) else { continue }
@@ -223,8 +237,14 @@ final class PostgreSQLRemoteChanges: Sendable {
                 changes[key, default: []].append(ManagedObjectID(entity: entity, in: store.idScopes, primaryKey: pk))
             }
         }
-        guard !changes.isEmpty else { return }
-        coordinator.mergeRemoteChanges(changes)
+        if !deletedEntities.isEmpty {
+            coordinator.mergeRemoteDeletionOfAll(deletedEntities, storeIdentifier: store.identifier) { [weak store] ids in
+                guard let store else { return Set(ids) }
+                return try store.existingObjectIDs(ids)
+            }
+        }
+        guard !changes.isEmpty || !deletedEntities.isEmpty else { return }
+        if !changes.isEmpty { coordinator.mergeRemoteChanges(changes) }
         NotificationCenter.default.post(name: .persistentStoreRemoteChange, object: coordinator,
                                         userInfo: [PersistentStoreRemoteChangeKey.storeUUID: store.identifier])
     }

@@ -48,6 +48,19 @@ extension PostgreSQLStore {
         let (keys, hasCondition) = try translator.keySelect(for: fetch)
         var sql = SQLFragment("DELETE FROM \(SQLiteIdentifier.quoted(table))")
         if hasCondition { sql += " WHERE Z_PK IN (" + keys + ")" }
+        if !hasCondition && resultType != .objectIDs {
+            // The whole table: announced as `D<entity>,...` (every row of these
+            // entities), without reading back a key.
+            let numbers = model.entities.filter { schema.table(for: $0) == table }.compactMap { schema.entityNumber($0) }
+            let count = try withSession("batch deleting \(fetch.entity.name)", code: .persistentStoreSave) { session in
+                try session.transaction {
+                    let count = try session.execute(sql.text, sql.arguments)
+                    try remoteChanges.announceDeletionOfAll(entityNumbers: numbers, session)
+                    return count
+                }
+            }
+            return PersistentStoreResult(resultType, count: count)
+        }
         return try announcedChange(sql, kind: "d", fetch: fetch, resultType: resultType, doing: "batch deleting \(fetch.entity.name)").result
     }
 
@@ -133,5 +146,28 @@ extension PostgreSQLStore {
         } catch {
             throw PostgreSQLErrors.coreDataError(error, code: .persistentStoreSave, doing: doing, url: url)
         }
+    }
+
+    /// The IDs among `ids` whose rows exist, read with one statement per table.
+    func existingObjectIDs(_ ids: [ManagedObjectID]) throws -> Set<ManagedObjectID> {
+        var byTable: [String: [ManagedObjectID]] = [:]
+        for id in ids where id.primaryKey != nil {
+            guard let table = schema.table(for: id.entity) else { continue }
+            byTable[table, default: []].append(id)
+        }
+        var existing = Set<ManagedObjectID>()
+        try withSession("checking which objects exist") { session in
+            for (table, members) in byTable {
+                var bindings = PostgresBindings(capacity: 1)
+                bindings.append(members.compactMap(\.primaryKey))
+                var keys = Set<Int64>()
+                for row in try session.query(numbered: "SELECT Z_PK FROM \(SQLiteIdentifier.quoted(table)) WHERE Z_PK = ANY($1::int8[])",
+                                             bindings: bindings) {
+                    keys.insert(row.int64(0))
+                }
+                for id in members where keys.contains(id.primaryKey ?? -1) { existing.insert(id) }
+            }
+        }
+        return existing
     }
 }

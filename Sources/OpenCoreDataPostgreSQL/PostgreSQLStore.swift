@@ -99,9 +99,9 @@ public final class PostgreSQLStore: PersistentStore {
     public let configurationName: String?
     public let isReadOnly: Bool
     public let metadata: [String: AttributeValue]
-    /// Batched fetches read ahead up to 500 rows a query when read in order:
+    /// Batched fetches read ahead up to 2,000 rows a query when read in order:
     /// every query here is a round trip to the server.
-    public var batchReadAheadRows: Int { 500 }
+    public var batchReadAheadRows: Int { 2_000 }
     /// The store's layout: Core Data's tables, columns and entity numbers.
     public let schema: SQLiteSchema
 

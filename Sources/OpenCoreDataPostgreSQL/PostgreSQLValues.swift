@@ -32,7 +32,24 @@ enum PostgreSQLValues {
     /// as INTEGER, floating-point numbers as REAL, `NUMERIC` as its text (read
     /// back exactly by a decimal attribute), text as TEXT, `BYTEA` as BLOB.
     static func databaseValue(_ cell: PostgresCell) -> DatabaseValue {
-        guard cell.bytes != nil else { return .null }
+        guard let bytes = cell.bytes else { return .null }
+        // The common types in PostgreSQL's binary format, read straight from the
+        // bytes (big-endian integers and IEEE 754 bit patterns, UTF-8 text);
+        // anything else, or any other length, through postgres-nio's decoding.
+        if cell.format == .binary {
+            switch (cell.dataType, bytes.readableBytes) {
+            case (.int8, 8): return bytes.getInteger(at: bytes.readerIndex, as: Int64.self).map { $0.databaseValue } ?? .null
+            case (.int4, 4): return bytes.getInteger(at: bytes.readerIndex, as: Int32.self).map { Int64($0).databaseValue } ?? .null
+            case (.int2, 2): return bytes.getInteger(at: bytes.readerIndex, as: Int16.self).map { Int64($0).databaseValue } ?? .null
+            case (.float8, 8):
+                return bytes.getInteger(at: bytes.readerIndex, as: UInt64.self).map { Double(bitPattern: $0).databaseValue } ?? .null
+            case (.bool, 1): return (bytes.getInteger(at: bytes.readerIndex, as: UInt8.self) == 0 ? 0 as Int64 : 1).databaseValue
+            case (.text, _), (.varchar, _), (.name, _):
+                return bytes.getString(at: bytes.readerIndex, length: bytes.readableBytes).map { $0.databaseValue } ?? .null
+            case (.bytea, _): return Data(bytes.readableBytesView).databaseValue
+            default: break
+            }
+        }
         do {
             switch cell.dataType {
             case .int2: return Int64(try cell.decode(Int16.self)).databaseValue

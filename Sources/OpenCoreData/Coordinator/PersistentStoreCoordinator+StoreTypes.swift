@@ -66,6 +66,39 @@ extension PersistentStoreCoordinator {
         }
     }
 
+    /// Merges another coordinator's deletion of every row of `entities` in the
+    /// store `storeIdentifier` (a batch delete of whole tables, announced without
+    /// its keys): each context that merges automatically asks `stillExisting`
+    /// which of its registered objects of those entities still have a row (one
+    /// inserted since would), and merges the others as deleted. When the check
+    /// fails, the context refreshes its objects instead.
+    ///
+    /// - Parameters:
+    ///   - entities: The entities whose rows were all deleted.
+    ///   - storeIdentifier: The store's identifier.
+    ///   - stillExisting: The IDs among those given whose rows exist now.
+    package func mergeRemoteDeletionOfAll(_ entities: [EntityDescription], storeIdentifier: String,
+                                          stillExisting: @escaping @Sendable ([ManagedObjectID]) throws -> Set<ManagedObjectID>) {
+        forgetCachedRows()
+        let targets = mergeTargets.withLock { $0.values.compactMap(\.context) }
+        let kinds = Set(entities.map(ObjectIdentifier.init))
+        for target in targets {
+            target.perform {
+                let candidates = target.registry.objects.map(\.objectID).filter {
+                    $0.storeIdentifier == storeIdentifier && kinds.contains(ObjectIdentifier($0.entity))
+                }
+                guard !candidates.isEmpty else { return }
+                guard let existing = try? stillExisting(candidates) else {
+                    target.refreshAllObjects()
+                    return
+                }
+                let deleted = Set(candidates).subtracting(existing)
+                guard !deleted.isEmpty else { return }
+                target.mergeChanges(from: ContextSaveSummary(insertedObjectIDs: [], updatedObjectIDs: [], deletedObjectIDs: deleted))
+            }
+        }
+    }
+
     /// Tells this coordinator's contexts that merge automatically that changes
     /// may have been made that no one announced (a store stopped hearing other
     /// writers for a while): the row cache is emptied and each context refreshes

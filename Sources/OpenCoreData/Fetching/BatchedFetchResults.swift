@@ -203,10 +203,12 @@ extension ManagedObjectContext {
     /// The rows of `ids`: one read by primary key when the context reads the store
     /// directly and the store can, else a fetch with a `SELF IN` predicate.
     private func batchRows(_ ids: [ManagedObjectID], entity: EntityDescription) throws -> [RowSnapshot] {
-        // Up to 500 keys: a statement per batch size stays cached, far below SQLite's
-        // limit on bound parameters.
-        if ids.count <= 500, sharesRowCache, let coordinator = persistentStoreCoordinator, let first = ids.first,
-           let store = coordinator.store(for: first), ids.allSatisfy({ $0.storeIdentifier == first.storeIdentifier }),
+        // Up to 500 keys (or the store's read-ahead, which it reads in one go): a
+        // statement per batch size stays cached, far below SQLite's limit on bound
+        // parameters.
+        if sharesRowCache, let coordinator = persistentStoreCoordinator, let first = ids.first,
+           let store = coordinator.store(for: first), ids.count <= max(500, store.batchReadAheadRows),
+           ids.allSatisfy({ $0.storeIdentifier == first.storeIdentifier }),
            let rows = try store.rows(for: ids, of: entity) {
             return rows
         }

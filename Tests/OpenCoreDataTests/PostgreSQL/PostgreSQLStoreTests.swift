@@ -363,6 +363,27 @@ struct PostgreSQLStoreTests {
         #expect(gone)
         let kept = viewContext.performAndWait { ids[650...].allSatisfy { viewContext.registeredObject(for: $0) != nil } }
         #expect(kept)
+        // The whole table with a count result: announced as "every row of Item",
+        // without the keys; the reader checks which of its objects still exist
+        // (one inserted after the delete stays).
+        let whole = BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Item"))
+        whole.resultType = .count
+        #expect(try writing.performAndWait { try writing.execute(whole).count } == 50)
+        let survivor = try writing.performAndWait { () -> ManagedObjectID in
+            let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: writing)
+            item.setValue("after", forKey: "label")
+            try writing.save()
+            return item.objectID
+        }
+        let heldSurvivor = try viewContext.performAndWait { try viewContext.existingObject(with: survivor) }
+        let allGone = Self.wait(upTo: 60) {
+            viewContext.performAndWait { ids.allSatisfy { viewContext.registeredObject(for: $0) == nil } }
+        }
+        #expect(allGone)
+        viewContext.performAndWait {
+            #expect(viewContext.registeredObject(for: survivor) === heldSurvivor && !heldSurvivor.isDeleted)
+            #expect(heldSurvivor.value(forKey: "label") as? String == "after")
+        }
         withExtendedLifetime(held) {}
     }
 
@@ -478,11 +499,11 @@ struct PostgreSQLStoreTests {
         withExtendedLifetime(held) {}
     }
 
-    @Test("A batched fetch read in order reads ahead, doubling up to the store's 500 rows; a jump reads one batch")
+    @Test("A batched fetch read in order reads ahead, doubling up to the store's 2,000 rows; a jump reads one batch")
     func batchedFetchReadsAhead() throws {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
-        #expect(store.batchReadAheadRows == 500)
+        #expect(store.batchReadAheadRows == 2_000)
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = coordinator
         try context.performAndWait {
@@ -501,7 +522,8 @@ struct PostgreSQLStoreTests {
             #expect(items.count == 1_000)
             #expect(items[999].value(forKey: "small") as? Int == 999)
             #expect(items.loadedBatchCount == 1, "a jump reads one batch")
-            // In order from the start: 1, 2, 4, 8, 16, then 25 batches (500 rows) a read.
+            // In order from the start: 1, 2, 4, 8, 16, 32 batches a read, up to 100
+            // (2,000 rows); batch 49 is loaded already.
             var loads: [Int] = []
             var last = items.loadedBatchCount
             for index in 0..<1_000 {
@@ -512,6 +534,16 @@ struct PostgreSQLStoreTests {
                 }
             }
             #expect(loads == [1, 2, 4, 8, 16, 18], "batches per read: \(loads)")
+            // A new fetch read in order from the start: the reads double until the
+            // end (the cap, 100 batches of 20, is not reached in 50 batches).
+            let again = try reading.fetchInBatches(request)
+            var reads: [Int] = []
+            for index in 0..<1_000 {
+                let before = again.loadedBatchCount
+                #expect(again[index].value(forKey: "small") as? Int == index)
+                if again.loadedBatchCount != before { reads.append(again.loadedBatchCount - before) }
+            }
+            #expect(reads == [1, 2, 4, 8, 16, 19], "batches per read: \(reads)")
             #expect(items.loadedBatchCount == 50)
         }
     }
