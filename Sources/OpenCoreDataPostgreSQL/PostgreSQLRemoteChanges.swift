@@ -143,14 +143,14 @@ final class PostgreSQLRemoteChanges: Sendable {
     var reconnections: Int { state.withLock { $0.reconnections } }
 
     /// Adds the `NOTIFY`s of `changes` to the save's transaction.
-    func announce(_ changes: SaveChanges, of store: PostgreSQLStore, _ session: PostgreSQLSession) throws {
+    func announce(_ changes: SaveChanges, historyTransaction: Int64? = nil, of store: PostgreSQLStore, _ session: PostgreSQLSession) throws {
         try announce(inserted: changes.inserted.map(\.objectID), updated: changes.updated.map(\.objectID),
-                     deleted: changes.deleted.map(\.0), of: store, session)
+                     deleted: changes.deleted.map(\.0), historyTransaction: historyTransaction, of: store, session)
     }
 
     /// Adds the `NOTIFY`s of changed IDs to the transaction of `session`.
     func announce(inserted: [ManagedObjectID] = [], updated: [ManagedObjectID] = [], deleted: [ManagedObjectID] = [],
-                  of store: PostgreSQLStore, _ session: PostgreSQLSession) throws {
+                  historyTransaction: Int64? = nil, of store: PostgreSQLStore, _ session: PostgreSQLSession) throws {
         var parts: [String] = []
         func group(_ kind: Character, _ ids: [ManagedObjectID], store: PostgreSQLStore) {
             var byEntity: [Int: [Int64]] = [:]
@@ -172,7 +172,9 @@ final class PostgreSQLRemoteChanges: Sendable {
         group("i", inserted, store: store)
         group("u", updated, store: store)
         group("d", deleted, store: store)
-        try send(parts, session)
+        // Every payload names the save's history transaction (`t<number>`), so
+        // that each notification can carry the history token.
+        try send(parts, header: historyTransaction.map { origin + " t\($0)" } ?? origin, session)
     }
 
     /// Adds the `NOTIFY` of the deletion of every row of the entities numbered
@@ -185,17 +187,18 @@ final class PostgreSQLRemoteChanges: Sendable {
 
     /// Sends `parts` in as few payloads as fit PostgreSQL's limit, all with one
     /// statement (the payloads are one array parameter).
-    private func send(_ parts: [String], _ session: PostgreSQLSession) throws {
+    private func send(_ parts: [String], header: String? = nil, _ session: PostgreSQLSession) throws {
+        let header = header ?? origin
         var payloads: [String] = []
-        var payload = origin
+        var payload = header
         for part in parts {
-            if payload.utf8.count + part.utf8.count + 1 > PostgreSQLRemoteChanges.payloadLimit, payload != origin {
+            if payload.utf8.count + part.utf8.count + 1 > PostgreSQLRemoteChanges.payloadLimit, payload != header {
                 payloads.append(payload)
-                payload = origin
+                payload = header
             }
             payload += " " + part
         }
-        if payload != origin { payloads.append(payload) }
+        if payload != header { payloads.append(payload) }
         switch payloads.count {
         case 0:
             return
@@ -217,7 +220,12 @@ final class PostgreSQLRemoteChanges: Sendable {
         guard let store, let coordinator else { return }
         var changes: [String: [ManagedObjectID]] = [:]
         var deletedEntities: [EntityDescription] = []
+        var historyTransaction: Int64?
         for word in words.dropFirst() {
+            if word.first == "t" {
+                historyTransaction = Int64(word.dropFirst())
+                continue
+            }
             if word.first == "D" {
                 deletedEntities += word.dropFirst().split(separator: ",").compactMap { Int($0).flatMap(store.entity(forNumber:)) }
                 continue
@@ -245,7 +253,11 @@ final class PostgreSQLRemoteChanges: Sendable {
         }
         guard !changes.isEmpty || !deletedEntities.isEmpty else { return }
         if !changes.isEmpty { coordinator.mergeRemoteChanges(changes) }
-        NotificationCenter.default.post(name: .persistentStoreRemoteChange, object: coordinator,
-                                        userInfo: [PersistentStoreRemoteChangeKey.storeUUID: store.identifier])
+        var info: [String: Any] = [PersistentStoreRemoteChangeKey.storeUUID: store.identifier]
+        if let historyTransaction {
+            info[PersistentStoreRemoteChangeKey.historyToken] = PersistentHistoryToken(storeIdentifier: store.identifier,
+                                                                                    transactionNumber: historyTransaction)
+        }
+        NotificationCenter.default.post(name: .persistentStoreRemoteChange, object: coordinator, userInfo: info)
     }
 }

@@ -20,10 +20,12 @@ extension PostgreSQLStore {
         if isReadOnly {
             throw CoreDataError(.persistentStoreSave, "The PostgreSQL store \(identifier) is read-only", url: url)
         }
-        switch request {
-        case .delete(let fetch):
+        // With persistent history, batch changes are recorded like any save: they
+        // go through save(_:).
+        switch history == nil ? request : nil {
+        case .delete(let fetch)?:
             if let deleted = try sqlDelete(fetch, resultType: resultType) { return deleted }
-        case let .update(fetch, values):
+        case let .update(fetch, values)?:
             if let updated = try sqlUpdate(fetch, values, resultType: resultType) { return updated }
         default:
             break

@@ -15,6 +15,8 @@ extension PostgreSQLStore {
         if isReadOnly {
             throw CoreDataError(.persistentStoreSave, "The PostgreSQL store \(identifier) is read-only", url: url)
         }
+        // Batch requests run over rows are recorded as the executing context.
+        let changes = history == nil ? changes : HistoryAttribution.attributed(changes)
         do {
             try pool.withSession { session in
                 try session.transaction { try write(changes, session) }
@@ -30,12 +32,14 @@ extension PostgreSQLStore {
     }
 
     private func write(_ changes: SaveChanges, _ session: PostgreSQLSession) throws {
+        let tombstones = try history?.tombstones(of: changes.deleted, store: self, session) ?? [:]
         try insert(changes.inserted, session)
         try update(changes.updated, changedProperties: changes.changedProperties, session)
         try delete(changes.deleted, session)
         for row in changes.inserted { try writeToMany(row, changed: nil, session) }
         for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], session) }
-        try remoteChanges.announce(changes, of: self, session)
+        let transaction = try history?.record(changes, tombstones: tombstones, store: self, session)
+        try remoteChanges.announce(changes, historyTransaction: transaction, of: self, session)
         PostgreSQLStore.faultPoint("before-commit")
     }
 

@@ -117,6 +117,8 @@ public final class PostgreSQLStore: PersistentStore {
     let collations = Lock<Set<String>>([])
     /// This store's saves announced, other coordinators' heard.
     let remoteChanges: PostgreSQLRemoteChanges
+    /// The persistent history the store records (nil: not tracking history).
+    let history: PostgreSQLHistory?
     /// The scopes of the IDs of the store's rows, one per entity, shared by every
     /// ID the store makes.
     let idScopes: ManagedObjectID.Scopes
@@ -169,6 +171,26 @@ public final class PostgreSQLStore: PersistentStore {
         remoteChanges = PostgreSQLRemoteChanges(storeIdentifier: uuid)
         idScopes = ManagedObjectID.Scopes(storeName: .named(uuid))
         listens = options[Option.remoteChanges] != "0"
+        let tracksHistory = ["1", "true", "yes"].contains(options[NSPersistentHistoryTrackingKey]?.lowercased() ?? "")
+        history = tracksHistory ? PostgreSQLHistory(schema: schema, model: model, configurationName: configurationName) : nil
+        if let history {
+            do {
+                try pool.withSession { session in
+                    if isReadOnly {
+                        guard try PostgreSQLHistory.hasTables(session, schemaName: location.schema) else {
+                            throw CoreDataError(.persistentStoreOpen, "The PostgreSQL store \(location) has no history tables to read", url: url)
+                        }
+                        return
+                    }
+                    try session.transaction {
+                        try session.execute("SELECT pg_advisory_xact_lock(hashtext(?))", [("OpenCoreData.PostgreSQLStore." + location.schema).databaseValue])
+                        try history.prepareTables(session)
+                    }
+                }
+            } catch {
+                throw PostgreSQLErrors.coreDataError(error, code: .persistentStoreOpen, doing: "preparing the history tables of \(location)", url: url)
+            }
+        }
     }
 
     /// Creates the schema, its tables and functions when the store is new (under an

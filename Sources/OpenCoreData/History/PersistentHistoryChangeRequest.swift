@@ -280,21 +280,21 @@ extension PersistentStoreCoordinator {
     public func currentPersistentHistoryToken(fromStores stores: [any PersistentStore]?) -> PersistentHistoryToken? {
         var tokens: [String: Int64] = [:]
         for store in stores ?? persistentStores {
-            guard let sqlite = store as? SQLiteStore, sqlite.isTrackingHistory,
-                  let token = try? sqlite.currentHistoryToken() else { continue }
+            guard let tracking = store as? any HistoryTrackingStore, tracking.isTrackingHistory,
+                  let token = try? tracking.currentHistoryToken() else { continue }
             tokens.merge(token.storeTokens) { $1 }
         }
         return tokens.isEmpty ? nil : PersistentHistoryToken(storeTokens: tokens)
     }
 
-    private func historyStores(_ requested: [any PersistentStore]?) throws -> [SQLiteStore] {
+    private func historyStores(_ requested: [any PersistentStore]?) throws -> [any HistoryTrackingStore] {
         try (requested ?? persistentStores).map { store in
-            guard let sqlite = store as? SQLiteStore, sqlite.isTrackingHistory else {
+            guard let tracking = store as? any HistoryTrackingStore, tracking.isTrackingHistory else {
                 throw CoreDataError(.persistentStoreUnsupportedRequestType,
                                     "No history tracking option detected on store \(store.url?.path ?? store.identifier) (\(store.type.rawValue))",
                                     url: store.url)
             }
-            return sqlite
+            return tracking
         }
     }
 }

@@ -65,12 +65,12 @@ public struct PersistentHistoryTransaction: Sendable, Hashable, Identifiable {
     public static let objectIDsNotificationName = ManagedObjectContext.didSaveObjectIDsNotification
 
     /// The transaction without its changes (what a change points back to).
-    var withoutChanges: PersistentHistoryTransaction {
+    package var withoutChanges: PersistentHistoryTransaction {
         PersistentHistoryTransaction(timestamp: timestamp, token: token, transactionNumber: transactionNumber, author: author,
                                      contextName: contextName, storeID: storeID, bundleID: bundleID, processID: processID, changes: nil)
     }
 
-    func with(changes: [PersistentHistoryChange]?) -> PersistentHistoryTransaction {
+    package func with(changes: [PersistentHistoryChange]?) -> PersistentHistoryTransaction {
         PersistentHistoryTransaction(timestamp: timestamp, token: token, transactionNumber: transactionNumber, author: author,
                                      contextName: contextName, storeID: storeID, bundleID: bundleID, processID: processID, changes: changes)
     }
@@ -124,4 +124,36 @@ public struct PersistentHistoryChange: Sendable, Hashable, Identifiable {
         hasher.combine(changeID)
         hasher.combine(changedObjectID)
     }
+}
+
+extension PersistentHistoryTransaction {
+    /// A transaction as a store reads it from its history tables.
+    package init(timestamp: Date, token: PersistentHistoryToken, transactionNumber: Int64, author: String?, contextName: String?,
+                 storeID: String, bundleID: String, processID: String, historyChanges changes: [PersistentHistoryChange]?) {
+        self.init(timestamp: timestamp, token: token, transactionNumber: transactionNumber, author: author, contextName: contextName,
+                  storeID: storeID, bundleID: bundleID, processID: processID, changes: changes)
+    }
+}
+
+extension PersistentHistoryChange {
+    /// A change as a store reads it from its history tables.
+    package init(historyChangeID changeID: Int64, changedObjectID: ManagedObjectID, changeType: PersistentHistoryChangeType,
+                 tombstone: [String: AttributeValue]?, updatedProperties: [PropertyDescription]?, transaction: PersistentHistoryTransaction?) {
+        self.init(changeID: changeID, changedObjectID: changedObjectID, changeType: changeType, tombstone: tombstone,
+                  updatedProperties: updatedProperties, transaction: transaction)
+    }
+}
+
+/// A store that records persistent history (the SQLite and PostgreSQL stores):
+/// what ``PersistentHistoryChangeRequest`` and
+/// ``PersistentStoreCoordinator/currentPersistentHistoryToken(fromStores:)`` ask of it.
+package protocol HistoryTrackingStore: PersistentStore {
+    /// Whether the store was opened with `NSPersistentHistoryTrackingKey`.
+    var isTrackingHistory: Bool { get }
+    /// The token of the store's last transaction (0 when it has none yet).
+    func currentHistoryToken() throws -> PersistentHistoryToken
+    /// The transactions after `boundary`, in order, with their changes when `withChanges`.
+    func fetchHistory(_ boundary: PersistentHistoryChangeRequest.Boundary, withChanges: Bool) throws -> [PersistentHistoryTransaction]
+    /// Deletes the transactions before `boundary`; returns how many went.
+    func deleteHistory(_ boundary: PersistentHistoryChangeRequest.Boundary) throws -> Int
 }

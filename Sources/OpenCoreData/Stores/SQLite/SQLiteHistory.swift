@@ -13,18 +13,18 @@ import OpenCoreDataPredicates
 ///   point into `ATRANSACTIONSTRING`; the plain string twins are left NULL, as Core Data does.
 /// - `ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS,
 ///   ZTOMBSTONE0…)`: one row per changed object.
-struct SQLiteHistory: Sendable {
-    static let changeEntity = 16001
-    static let transactionEntity = 16002
-    static let stringEntity = 16003
+package struct SQLiteHistory: Sendable {
+    package static let changeEntity = 16001
+    package static let transactionEntity = 16002
+    package static let stringEntity = 16003
 
     /// For each entity (by name), its attributes kept in tombstones: those marked
     /// `preservesValueInHistoryOnDeletion` stored in one column, sorted by name.
-    let tombstoneAttributes: [String: [(attribute: AttributeDescription, column: String)]]
+    package let tombstoneAttributes: [String: [(attribute: AttributeDescription, column: String)]]
     /// The number of `ZTOMBSTONE<n>` columns the model needs.
-    let tombstoneColumnCount: Int
+    package let tombstoneColumnCount: Int
 
-    init(schema: SQLiteSchema, model: ManagedObjectModel, configurationName: String?) {
+    package init(schema: SQLiteSchema, model: ManagedObjectModel, configurationName: String?) {
         var attributes: [String: [(AttributeDescription, String)]] = [:]
         var count = 0
         for entity in model.entities(forConfigurationName: configurationName) ?? [] {
@@ -183,7 +183,7 @@ struct SQLiteHistory: Sendable {
     /// significant bit of the first byte) names no property (Core Data sets it
     /// alone for an update that changed none, a "touch"), bit n + 1 is the n-th of
     /// ``bitmapProperties(of:)``.
-    static func columnBitmap(entity: EntityDescription, changed: [Int]) -> Data {
+    package static func columnBitmap(entity: EntityDescription, changed: [Int]) -> Data {
         let properties = bitmapProperties(of: entity)
         var bytes = [UInt8](repeating: 0, count: properties.count / 8 + 1)
         let names = Set(changed.compactMap { $0 < entity.allProperties.count ? entity.allProperties[$0].name : nil })
@@ -198,7 +198,7 @@ struct SQLiteHistory: Sendable {
     /// The properties a `ZCOLUMNS` bitmap names, or nil when it names a property
     /// the entity does not have (the bitmap is then unknown, not partial: history
     /// written under an older model version).
-    static func properties(inBitmap data: Data, entity: EntityDescription) -> [PropertyDescription]? {
+    package static func properties(inBitmap data: Data, entity: EntityDescription) -> [PropertyDescription]? {
         let properties = bitmapProperties(of: entity)
         var result: [PropertyDescription] = []
         for (byteIndex, byte) in data.enumerated() where byte != 0 {
@@ -213,7 +213,7 @@ struct SQLiteHistory: Sendable {
     }
 
     /// This process's bundle identifier and name, as recorded in transactions.
-    static let processInfo: (bundleID: String, processID: String) = {
+    package static let processInfo: (bundleID: String, processID: String) = {
         let name = ProcessInfo.processInfo.processName
         return (Bundle.main.bundleIdentifier ?? name, name)
     }()
@@ -222,14 +222,14 @@ struct SQLiteHistory: Sendable {
 /// Who a store-level change (a batch request) is recorded as in persistent
 /// history: the executing context's author and name, bound for the duration of
 /// the request.
-struct HistoryAttribution: Sendable {
+package struct HistoryAttribution: Sendable {
     var author: String?
     var contextName: String?
 
     @TaskLocal static var current: HistoryAttribution?
 
     /// `changes` with the current attribution when they carry none.
-    static func attributed(_ changes: SaveChanges) -> SaveChanges {
+    package static func attributed(_ changes: SaveChanges) -> SaveChanges {
         guard changes.transactionAuthor == nil, changes.contextName == nil, let current else { return changes }
         var changes = changes
         changes.transactionAuthor = current.author

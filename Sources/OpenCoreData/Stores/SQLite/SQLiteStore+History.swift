@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import OpenCoreDataPredicates
 
-extension SQLiteStore {
+extension SQLiteStore: HistoryTrackingStore {
     /// Whether the store records persistent history (opened with
     /// `NSPersistentHistoryTrackingKey`).
     public var isTrackingHistory: Bool { history != nil }
@@ -17,7 +17,7 @@ extension SQLiteStore {
     }
 
     /// The token of the store's last transaction (0 when it has none yet).
-    func currentHistoryToken() throws -> PersistentHistoryToken {
+    package func currentHistoryToken() throws -> PersistentHistoryToken {
         _ = try requireHistory()
         let number = try read("reading the history token") { db in
             try Int64.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", arguments: [SQLiteHistory.transactionEntity]) ?? 0
@@ -44,7 +44,7 @@ extension SQLiteStore {
 
     /// Fetches the transactions after the request's boundary, with their changes
     /// when `withChanges`.
-    func fetchHistory(_ boundary: PersistentHistoryChangeRequest.Boundary, withChanges: Bool) throws -> [PersistentHistoryTransaction] {
+    package func fetchHistory(_ boundary: PersistentHistoryChangeRequest.Boundary, withChanges: Bool) throws -> [PersistentHistoryTransaction] {
         let history = try requireHistory()
         let (condition, arguments) = condition(boundary, deleting: false)
         return try read("fetching history") { db in
@@ -120,7 +120,7 @@ extension SQLiteStore {
 
     /// Deletes the transactions (and their changes) before the boundary; returns
     /// how many transactions went. Interned strings stay, as in Core Data.
-    func deleteHistory(_ boundary: PersistentHistoryChangeRequest.Boundary) throws -> Int {
+    package func deleteHistory(_ boundary: PersistentHistoryChangeRequest.Boundary) throws -> Int {
         _ = try requireHistory()
         if isReadOnly { throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url) }
         let (condition, arguments) = condition(boundary, deleting: true)
