@@ -110,6 +110,9 @@ final class PostgreSQLSession {
     let logger: Logger
     /// Whether the connection failed on the wire (it is then not reused).
     private(set) var isBroken = false
+    /// Whether the session holds a query generation's transaction (statements
+    /// that must commit, such as creating a collation, go through another).
+    var holdsSnapshot = false
 
     init(connection: PostgresConnection, logger: Logger) {
         self.connection = connection

@@ -21,12 +21,19 @@ extension PostgreSQLStore {
     /// let counts = try context.fetch(request)   // SELECT t0.ZCOUNTRY, ..., COUNT(t0.ZRATING) ... GROUP BY t0.ZCOUNTRY
     /// ```
     public func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
-        if let results = try sqlDictionaries(request) { return results }
+        try fetchDictionaries(request, in: nil)
+    }
+
+    /// Dictionary results read in a query generation's snapshot (nil: now). (The
+    /// in-memory fallback, for groupings PostgreSQL refuses, reads the rows as
+    /// they are now.)
+    func fetchDictionaries(_ request: StoreDictionaryFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [[String: SnapshotValue]] {
+        if let results = try sqlDictionaries(request, in: snapshot) { return results }
         return try evaluateDictionaries(request)
     }
 
     /// The results from one statement, or nil when the request cannot be one.
-    func sqlDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]]? {
+    func sqlDictionaries(_ request: StoreDictionaryFetch, in snapshot: PostgreSQLGenerationSnapshot? = nil) throws -> [[String: SnapshotValue]]? {
         let statement: SQLDictionaryStatement
         do {
             statement = try translator.dictionaryStatement(for: request)
@@ -35,10 +42,23 @@ extension PostgreSQLStore {
         }
         let rows: [PostgresRow]
         do {
-            rows = try pool.withSession { session in
-                try prepareCollations(statement.collations, session)
+            let body = { (session: PostgreSQLSession) throws -> [PostgresRow] in
+                try self.prepareCollations(statement.collations, session)
+                if snapshot != nil {
+                    // A failed statement would abort the snapshot's transaction.
+                    try session.execute("SAVEPOINT ocd_dictionary")
+                    do {
+                        let rows = try session.query(statement.sql.text, statement.sql.arguments)
+                        try session.execute("RELEASE SAVEPOINT ocd_dictionary")
+                        return rows
+                    } catch {
+                        _ = try? session.execute("ROLLBACK TO SAVEPOINT ocd_dictionary")
+                        throw error
+                    }
+                }
                 return try session.query(statement.sql.text, statement.sql.arguments)
             }
+            rows = try snapshot.map { try $0.withSession(body) } ?? pool.withSession(body)
         } catch where PostgreSQLErrors.sqlState(error) == "42803" {
             // A grouping error: a selected or sorted value neither grouped nor aggregated.
             return nil

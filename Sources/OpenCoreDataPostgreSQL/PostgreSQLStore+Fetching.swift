@@ -7,10 +7,13 @@ import PostgresNIO
 extension PostgreSQLStore {
     // MARK: Fetching
 
-    public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
-        if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch) }
+    public func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] { try fetchRows(fetch, in: nil) }
+
+    /// The rows of a fetch, read in a query generation's snapshot (nil: now).
+    func fetchRows(_ fetch: StoreFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot] {
+        if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch, in: snapshot) }
         let statement = try translator.selectStatement(for: fetch)
-        return try withSession("fetching \(fetch.entity.name)") { session in
+        return try reading("fetching \(fetch.entity.name)", in: snapshot) { session in
             try prepareCollations(statement.collations, session)
             let rows = try session.query(statement.sql, statement.arguments)
             var reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
@@ -19,9 +22,9 @@ extension PostgreSQLStore {
     }
 
     /// The IDs of a fetch's rows, with no values (version 0).
-    private func fetchObjectIDRows(_ fetch: StoreFetch) throws -> [RowSnapshot] {
+    private func fetchObjectIDRows(_ fetch: StoreFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot] {
         let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
-        return try withSession("fetching \(fetch.entity.name) IDs") { session in
+        return try reading("fetching \(fetch.entity.name) IDs", in: snapshot) { session in
             try prepareCollations(statement.collations, session)
             var keys: [(key: Int64, scope: ManagedObjectID.Scope)] = []
             // The scope looked up once per run of rows of one entity.
@@ -39,9 +42,11 @@ extension PostgreSQLStore {
         }
     }
 
-    public func count(_ fetch: StoreFetch) throws -> Int {
+    public func count(_ fetch: StoreFetch) throws -> Int { try count(fetch, in: nil) }
+
+    func count(_ fetch: StoreFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> Int {
         let statement = try translator.countStatement(for: fetch)
-        return try withSession("counting \(fetch.entity.name)") { session in
+        return try reading("counting \(fetch.entity.name)", in: snapshot) { session in
             Int(try session.query(statement.sql, statement.arguments).first?.int64(0) ?? 0)
         }
     }
@@ -51,6 +56,10 @@ extension PostgreSQLStore {
     }
 
     public func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? {
+        try rows(for: objectIDs, of: entity, in: nil)
+    }
+
+    func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot]? {
         let keys = objectIDs.compactMap(\.primaryKey)
         guard !keys.isEmpty, let table = schema.table(for: entity) else { return [] }
         var fetch = StoreFetch(entity: entity)
@@ -63,7 +72,7 @@ extension PostgreSQLStore {
         sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ANY($1::int8[])"
         var bindings = PostgresBindings(capacity: 1)
         bindings.append(keys)
-        return try withSession("reading \(keys.count) \(entity.name) rows") { session in
+        return try reading("reading \(keys.count) \(entity.name) rows", in: snapshot) { session in
             let rows = try session.query(numbered: sql, bindings: bindings)
             var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
             return try rows.compactMap { try reader.snapshot($0) }
@@ -71,6 +80,11 @@ extension PostgreSQLStore {
     }
 
     public func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
+        try relatedObjectIDs(of: objectID, relationship: relationship, in: nil)
+    }
+
+    func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription,
+                          in snapshot: PostgreSQLGenerationSnapshot?) throws -> [ManagedObjectID] {
         guard let pk = objectID.primaryKey, let destination = relationship.destinationEntity,
               let storage = schema.storage(for: relationship, in: objectID.entity) else { return [] }
         let q = SQLiteIdentifier.quoted
@@ -86,7 +100,7 @@ extension PostgreSQLStore {
         default:
             return []
         }
-        return try withSession("reading \(objectID).\(relationship.name)") { session in
+        return try reading("reading \(objectID).\(relationship.name)", in: snapshot) { session in
             try session.query(sql, [pk.databaseValue]).map { row in
                 let cells = row.makeRandomAccess()
                 let entity = self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) ?? destination

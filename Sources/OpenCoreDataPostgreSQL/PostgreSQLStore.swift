@@ -370,6 +370,11 @@ public final class PostgreSQLStore: PersistentStore {
 
     /// Creates the ICU collations a statement sorts with, once per store.
     func prepareCollations(_ needed: [SQLiteSortCollation], _ session: PostgreSQLSession) throws {
+        if session.holdsSnapshot, needed.contains(where: { collation in !collations.withLock { $0.contains(collation.name) } }) {
+            // Created and committed elsewhere: the snapshot's catalog lookups see it.
+            try pool.withSession { try prepareCollations(needed, $0) }
+            return
+        }
         for collation in needed where !collations.withLock({ $0.contains(collation.name) }) {
             guard let sql = PostgreSQLSchema.collationStatement(name: collation.name, localeIdentifier: collation.localeIdentifier,
                                                                 selector: collation.selector.rawValue) else {

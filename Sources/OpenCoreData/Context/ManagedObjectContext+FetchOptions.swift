@@ -32,8 +32,8 @@ extension ManagedObjectContext {
         var rows: [[String: SnapshotValue]] = []
         let generation = try readGeneration()
         for store in stores {
-            if let (sqlite, snapshot) = generation?.snapshot(for: store) {
-                rows += try sqlite.fetchDictionaries(dictionaryFetch, in: snapshot)
+            if let snapshot = generation?.snapshot(for: store) {
+                rows += try snapshot.fetchDictionaries(dictionaryFetch)
             } else {
                 rows += try store.fetchDictionaries(dictionaryFetch)
             }

@@ -21,10 +21,12 @@ import GRDB
 /// to another to have both read the same generation. A generation lives while a
 /// context or token holds it.
 ///
-/// Only SQLite stores support generations (as in Core Data). On SQLite a
-/// generation is a read transaction held open on a connection of its own: the
-/// store must use WAL journaling (every store OpenCoreData creates does), which
-/// lets writers go on while the generation reads its snapshot.
+/// SQLite stores support generations (as in Core Data), and so does the
+/// PostgreSQL store. On SQLite a generation is a read transaction held open on a
+/// connection of its own: the store must use WAL journaling (every store
+/// OpenCoreData creates does), which lets writers go on while the generation reads
+/// its snapshot. On PostgreSQL it is a `REPEATABLE READ` transaction held open on
+/// a connection of its own.
 public struct QueryGenerationToken: Sendable, Hashable {
     /// The current generation: a context given it pins itself to the newest
     /// generation when it next reads.
@@ -44,30 +46,70 @@ public struct QueryGenerationToken: Sendable, Hashable {
     }
 }
 
-/// One generation: a snapshot of each SQLite store of a coordinator.
+/// A store that can hold its state at one moment for a query generation (the
+/// SQLite and PostgreSQL stores).
+package protocol QueryGenerationStore: PersistentStore {
+    /// Begins a snapshot of the store: reads through it see the store as it is now.
+    func beginQueryGeneration() throws -> any StoreGenerationSnapshot
+}
+
+/// A store's state held at one moment: the reads a pinned context makes.
+package protocol StoreGenerationSnapshot: AnyObject, Sendable {
+    func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot]
+    func count(_ fetch: StoreFetch) throws -> Int
+    func row(for objectID: ManagedObjectID) throws -> RowSnapshot?
+    func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID]
+    func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]]
+}
+
+/// One generation: a snapshot of each store of a coordinator.
 final class QueryGeneration: Sendable {
-    let snapshots: [String: SQLiteStoreSnapshot]
+    let snapshots: [String: any StoreGenerationSnapshot]
 
     init(stores: [any PersistentStore]) throws {
-        var snapshots: [String: SQLiteStoreSnapshot] = [:]
+        var snapshots: [String: any StoreGenerationSnapshot] = [:]
         for store in stores {
-            guard let sqlite = store as? SQLiteStore else { throw QueryGeneration.unsupported(store) }
-            snapshots[sqlite.identifier] = try SQLiteStoreSnapshot(store: sqlite)
+            guard let generational = store as? any QueryGenerationStore else { throw QueryGeneration.unsupported(store) }
+            snapshots[generational.identifier] = try generational.beginQueryGeneration()
         }
         self.snapshots = snapshots
     }
 
     static func unsupported(_ store: any PersistentStore) -> CoreDataError {
         CoreDataError(.persistentStoreUnsupportedRequestType,
-                      "Query generations are supported only by SQLite stores; store \(store.identifier) is \(store.type.rawValue)",
+                      "Query generations are supported only by SQLite and PostgreSQL stores; store \(store.identifier) is \(store.type.rawValue)",
                       url: store.url)
     }
 
     /// The snapshot to read `store` from; nil for a store added after the generation began.
-    func snapshot(for store: any PersistentStore) -> (SQLiteStore, SQLiteStoreSnapshot)? {
-        guard let sqlite = store as? SQLiteStore, let snapshot = snapshots[sqlite.identifier] else { return nil }
-        return (sqlite, snapshot)
+    func snapshot(for store: any PersistentStore) -> (any StoreGenerationSnapshot)? {
+        snapshots[store.identifier]
     }
+}
+
+/// A SQLite store's generation: its reads in the store's held read transaction.
+final class SQLiteGenerationSnapshot: StoreGenerationSnapshot {
+    let store: SQLiteStore
+    let snapshot: SQLiteStoreSnapshot
+
+    init(store: SQLiteStore) throws {
+        self.store = store
+        snapshot = try SQLiteStoreSnapshot(store: store)
+    }
+
+    func fetchRows(_ fetch: StoreFetch) throws -> [RowSnapshot] { try store.fetchRows(fetch, in: snapshot) }
+    func count(_ fetch: StoreFetch) throws -> Int { try store.count(fetch, in: snapshot) }
+    func row(for objectID: ManagedObjectID) throws -> RowSnapshot? { try store.row(for: objectID, in: snapshot) }
+    func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
+        try store.relatedObjectIDs(of: objectID, relationship: relationship, in: snapshot)
+    }
+    func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
+        try store.fetchDictionaries(request, in: snapshot)
+    }
+}
+
+extension SQLiteStore: QueryGenerationStore {
+    package func beginQueryGeneration() throws -> any StoreGenerationSnapshot { try SQLiteGenerationSnapshot(store: self) }
 }
 
 /// A read transaction held open on a store file: the store as it was when the
@@ -162,7 +204,7 @@ extension ManagedObjectContext {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
         }
         let stores = coordinator.persistentStores
-        if let store = stores.first(where: { !($0 is SQLiteStore) }) { throw QueryGeneration.unsupported(store) }
+        if let store = stores.first(where: { !($0 is any QueryGenerationStore) }) { throw QueryGeneration.unsupported(store) }
         guard let generation = token.generation else {
             queryGenerationState = .current
             return
@@ -211,7 +253,7 @@ extension PersistentStoreCoordinator {
     func fetchRows(_ fetch: StoreFetch, generation: QueryGeneration?) throws -> [RowSnapshot] {
         guard let generation else { return try fetchRows(fetch) }
         func rows(in store: any PersistentStore) throws -> [RowSnapshot] {
-            if let (sqlite, snapshot) = generation.snapshot(for: store) { return try sqlite.fetchRows(fetch, in: snapshot) }
+            if let snapshot = generation.snapshot(for: store) { return try snapshot.fetchRows(fetch) }
             return try store.fetchRows(fetch)
         }
         let stores = storesHolding(fetch.entity)
@@ -224,7 +266,7 @@ extension PersistentStoreCoordinator {
     func count(_ fetch: StoreFetch, generation: QueryGeneration?) throws -> Int {
         guard let generation else { return try count(fetch) }
         return try storesHolding(fetch.entity).reduce(0) { total, store in
-            if let (sqlite, snapshot) = generation.snapshot(for: store) { return total + (try sqlite.count(fetch, in: snapshot)) }
+            if let snapshot = generation.snapshot(for: store) { return total + (try snapshot.count(fetch)) }
             return total + (try store.count(fetch))
         }
     }
@@ -233,15 +275,15 @@ extension PersistentStoreCoordinator {
     func row(for id: ManagedObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
         guard let generation else { return try row(for: id) }
         guard let store = store(for: id) else { return nil }
-        if let (sqlite, snapshot) = generation.snapshot(for: store) { return try sqlite.row(for: id, in: snapshot) }
+        if let snapshot = generation.snapshot(for: store) { return try snapshot.row(for: id) }
         return try store.row(for: id)
     }
 
     func relatedObjectIDs(of id: ManagedObjectID, relationship: RelationshipDescription, generation: QueryGeneration?) throws -> [ManagedObjectID] {
         guard let generation else { return try relatedObjectIDs(of: id, relationship: relationship) }
         guard let store = store(for: id) else { return [] }
-        if let (sqlite, snapshot) = generation.snapshot(for: store) {
-            return try sqlite.relatedObjectIDs(of: id, relationship: relationship, in: snapshot)
+        if let snapshot = generation.snapshot(for: store) {
+            return try snapshot.relatedObjectIDs(of: id, relationship: relationship)
         }
         return try store.relatedObjectIDs(of: id, relationship: relationship)
     }
@@ -266,7 +308,7 @@ extension PersistentStoreCoordinator {
     /// The row of `id` from its store (or the generation's snapshot), bypassing the row cache.
     func storeRow(for id: ManagedObjectID, generation: QueryGeneration?) throws -> RowSnapshot? {
         guard let store = store(for: id) else { return nil }
-        if let (sqlite, snapshot) = generation?.snapshot(for: store) { return try sqlite.row(for: id, in: snapshot) }
+        if let snapshot = generation?.snapshot(for: store) { return try snapshot.row(for: id) }
         return try store.row(for: id)
     }
 }

@@ -165,7 +165,7 @@ struct QueryGenerationTests {
         #expect(books[5].attributeValue(forKey: "pages") == .int(5))
     }
 
-    @Test("Only SQLite stores support query generations")
+    @Test("The in-memory store refuses query generations (SQLite and PostgreSQL stores support them)")
     func inMemoryRefused() throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Support.model())
         try coordinator.addPersistentStore(type: .inMemory)

@@ -129,5 +129,56 @@ struct PostgreSQLHistoryTests {
         #expect(transactions.first?.token == token)
         #expect(transactions.first?.changes?.map(\.changeType) == [.insert])
     }
+
+    @Test("A context pinned to a query generation reads one snapshot while other servers save; moving on sees their saves")
+    func queryGenerations() throws {
+        let model = try PostgreSQLStoreTests.model()
+        let schema = PostgreSQLStoreTests.newSchema()
+        let (writer, _) = try PostgreSQLStoreTests.coordinator(model, schema: schema)
+        let (reader, _) = try PostgreSQLStoreTests.coordinator(model, schema: schema)
+        let writing = Self.context(writer)
+        func insert(_ count: Int, value: Int64) throws {
+            try writing.performAndWait {
+                for _ in 0..<count {
+                    let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: writing)
+                    counter.setValue("c", forKey: "name")
+                    counter.setValue(value, forKey: "value")
+                }
+                try writing.save()
+            }
+        }
+        try insert(3, value: 1)
+        let pinned = Self.context(reader)
+        let request = FetchRequest<ManagedObject>(entityName: "Counter")
+        let sum = FetchRequest<[String: Any]>(entityName: "Counter")
+        sum.propertiesToFetch = [.expression(ExpressionDescription(name: "total", expression: .function("sum:", arguments: [.keyPath("value")]),
+                                                                   resultType: .integer64))]
+        let token = try pinned.performAndWait { () -> QueryGenerationToken? in
+            try pinned.setQueryGenerationFrom(.current)
+            #expect(try pinned.count(for: request) == 3)
+            return pinned.queryGenerationToken
+        }
+        #expect(token?.isCurrent == false)
+        try insert(2, value: 10)
+        try pinned.performAndWait { () throws -> Void in
+            #expect(try pinned.count(for: request) == 3)
+            #expect(try pinned.fetch(request).count == 3)
+            #expect((try pinned.fetch(sum).first?["total"] as? Int) == 3)
+        }
+        // Another context given the token reads the same generation.
+        let sharing = Self.context(reader)
+        try sharing.performAndWait { () throws -> Void in
+            try sharing.setQueryGenerationFrom(token)
+            #expect(try sharing.count(for: request) == 3)
+        }
+        // Moving to the current generation sees the other server's saves.
+        try pinned.performAndWait { () throws -> Void in
+            try pinned.setQueryGenerationFrom(.current)
+            #expect(try pinned.count(for: request) == 5)
+            #expect((try pinned.fetch(sum).first?["total"] as? Int) == 23)
+            try pinned.setQueryGenerationFrom(nil)
+            #expect(try pinned.count(for: request) == 5)
+        }
+    }
 }
 #endif
