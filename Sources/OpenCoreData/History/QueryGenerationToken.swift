@@ -191,7 +191,8 @@ extension ManagedObjectContext {
     ///   ``queryGenerationToken``, or nil to stop using generations.
     /// - Throws: ``CoreDataError``:
     ///   ``CoreDataError/Code/persistentStoreUnsupportedRequestType`` (134091)
-    ///   when a store of the coordinator is not a SQLite store, or the token
+    ///   when a store of the coordinator supports no generations (SQLite and
+    ///   PostgreSQL stores do), or the token
     ///   belongs to other stores; ``CoreDataError/Code/coreData`` (134060) when
     ///   the context has no coordinator.
     public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
