@@ -121,6 +121,9 @@ for w in workloads:
             part_cells.append(secs(part["median"]) if part else "")
         lines.append(f"| &nbsp;&nbsp;{w} {key} | " + " | ".join(part_cells) + " | |")
 
+skipped = os.environ.get("OCD_BENCH_SKIP", "").split()
+if skipped:
+    lines += ["", "Not run (`--skip`): " + ", ".join(f"{NAMES.get(s.split(':')[1], s)} in {s.split(':')[0]}" for s in skipped if ":" in s) + "."]
 lines += ["", "Peak memory (MiB, each peer in a process of its own):", "",
           "| workload | " + " | ".join(NAMES[p] for p in peers) + " |", "|---|" + "---|" * len(peers)]
 for w in workloads:
