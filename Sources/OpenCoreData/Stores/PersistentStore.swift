@@ -280,7 +280,7 @@ public struct RowSnapshot: Sendable {
     }
 
     /// The value of the property at `index` of the entity's `allProperties`
-    /// (``values```[index]` without making the array), or nil past the end.
+    /// (`values[index]` without making the array), or nil past the end.
     ///
     /// - Parameter index: A position in the entity's `allProperties`.
     /// - Returns: The value, or nil when the row has no value at `index`.
