@@ -14,11 +14,11 @@ extension PostgreSQLStore {
     /// fetched rows instead, as the in-memory store does.
     ///
     /// ```swift
-    /// let request = FetchRequest<[String: Any]>(entityName: "Mood")
-    /// request.resultType = .dictionaryResultType
-    /// request.propertiesToGroupBy = ["country"]
-    /// request.propertiesToFetch = ["country", ExpressionDescription(name: "n", expression: "@count:(rating)")]
-    /// let counts = try context.fetch(request)   // SELECT t0.ZCOUNTRY, ..., COUNT(t0.ZRATING) ... GROUP BY t0.ZCOUNTRY
+    /// let request = FetchRequest<[String: Any]>(entityName: "Mood")   // dictionary results
+    /// request.propertiesToGroupBy = ["creatorID"]
+    /// request.propertiesToFetch = ["creatorID", .expression(ExpressionDescription(
+    ///     name: "n", expression: .function("count:", arguments: [.keyPath("rating")]), resultType: .integer64))]
+    /// let counts = try context.fetch(request)   // SELECT t0.ZCREATORID, COUNT(t0.ZRATING) ... GROUP BY t0.ZCREATORID
     /// ```
     public func fetchDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
         try fetchDictionaries(request, in: nil)
