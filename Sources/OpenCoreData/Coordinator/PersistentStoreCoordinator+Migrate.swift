@@ -213,12 +213,12 @@ extension PersistentStoreCoordinator {
             try fileManager.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
             let sourceQueue = try DatabaseQueue(path: source.path, configuration: .readOnlyLook("OpenCoreData.migratePersistentStore.source"))
             defer { try? sourceQueue.close() }
-            let copyQueue = try DatabaseQueue(path: temporary.path)
+            let copyQueue = try DatabaseQueue(path: temporary.path, configuration: .writingLook("OpenCoreData.migratePersistentStore.copy"))
             try sourceQueue.backup(to: copyQueue)
             try copyQueue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
             try copyQueue.close()
             if replacing, fileManager.fileExists(atPath: destination.path) {
-                let destinationQueue = try DatabaseQueue(path: destination.path)
+                let destinationQueue = try DatabaseQueue(path: destination.path, configuration: .writingLook("OpenCoreData.migratePersistentStore.destination"))
                 try destinationQueue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
                 try destinationQueue.close()
             }

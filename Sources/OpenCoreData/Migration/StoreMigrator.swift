@@ -85,7 +85,7 @@ public enum StoreMigrator {
             do {
                 let sourceQueue = try DatabaseQueue(path: url.path, configuration: .readOnlyLook("OpenCoreData.StoreMigrator.source"))
                 defer { try? sourceQueue.close() }
-                let copyQueue = try DatabaseQueue(path: copy.path)
+                let copyQueue = try DatabaseQueue(path: copy.path, configuration: .writingLook("OpenCoreData.StoreMigrator.copy"))
                 defer { try? copyQueue.close() }
                 try sourceQueue.backup(to: copyQueue)
             }
@@ -97,7 +97,7 @@ public enum StoreMigrator {
                     if step.runsInPlace {
                         let migration = SQLiteInPlaceMigration(sourceModel: step.sourceModel, destinationModel: step.destinationModel,
                                                                mapping: step.mappingModel, configurationName: configurationName)
-                        let queue = try DatabaseQueue(path: copy.path)
+                        let queue = try DatabaseQueue(path: copy.path, configuration: .writingLook("OpenCoreData.StoreMigrator.step"))
                         defer { try? queue.close() }
                         let stepReport = try queue.writeWithoutTransaction { db -> SQLiteInPlaceMigration.Report in
                             SQLiteFunctions.registerFunctions(db)
@@ -131,7 +131,7 @@ public enum StoreMigrator {
             }
             faultPoint("migrated")
             do {
-                let queue = try DatabaseQueue(path: copy.path)
+                let queue = try DatabaseQueue(path: copy.path, configuration: .writingLook("OpenCoreData.StoreMigrator.vacuum"))
                 defer { try? queue.close() }
                 try queue.writeWithoutTransaction { db in
                     try db.execute(sql: "PRAGMA incremental_vacuum")
@@ -140,7 +140,7 @@ public enum StoreMigrator {
             }
             // 3. The swap: the store's -wal goes into the store (same content), then
             // the copy replaces the store in one rename.
-            let storeQueue = try DatabaseQueue(path: url.path)
+            let storeQueue = try DatabaseQueue(path: url.path, configuration: .writingLook("OpenCoreData.StoreMigrator.swap"))
             try storeQueue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
             try storeQueue.close()
             faultPoint("checkpointed")

@@ -20,4 +20,19 @@ extension Configuration {
         configuration.busyMode = .timeout(timeout)
         return configuration
     }
+
+    /// The configuration of a short writing look at a store file (a migration's
+    /// copy and its swap, a new store's tables), labelled `label`: it waits for a
+    /// moment's lock held by another connection, up to `timeout` seconds, as
+    /// ``readOnlyLook(_:timeout:)`` does, instead of failing with `SQLITE_BUSY`.
+    ///
+    /// ```swift
+    /// let queue = try DatabaseQueue(path: copy.path, configuration: .writingLook("OpenCoreData.StoreMigrator.copy"))
+    /// ```
+    package static func writingLook(_ label: String, timeout: Double = 30) -> Configuration {
+        var configuration = Configuration()
+        configuration.label = label
+        configuration.busyMode = .timeout(timeout)
+        return configuration
+    }
 }

@@ -37,7 +37,7 @@ public enum SQLiteStoreFile {
         if let uuid = metadata[SQLiteStoreMetadata.storeUUIDKey] as? String { storeMetadata[SQLiteStoreMetadata.storeUUIDKey] = uuid }
         let modelCache = try CompiledModelWriter().modelCacheData(for: model)
         do {
-            let queue = try DatabaseQueue(path: url.path)
+            let queue = try DatabaseQueue(path: url.path, configuration: .writingLook("OpenCoreData.SQLiteStoreFile.create"))
             defer { try? queue.close() }
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA auto_vacuum = 2")
