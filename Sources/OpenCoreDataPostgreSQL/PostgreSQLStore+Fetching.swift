@@ -153,8 +153,11 @@ extension PostgreSQLStore {
             default:
                 return nil
             }
-            // Every source's key in one array: one statement for any number of sources.
-            let sql = select + ", \(source) FROM \(from) WHERE \(source) = ANY($1::int8[]) ORDER BY \(source), \(order)t0.Z_PK"
+            // Every source's key in one array: one statement for any number of
+            // sources. Only an ordered relationship's rows need sorting (each
+            // source's rows keep their order as they are distributed).
+            let sorted = order.isEmpty ? "" : " ORDER BY \(source), \(order)t0.Z_PK"
+            let sql = select + ", \(source) FROM \(from) WHERE \(source) = ANY($1::int8[])" + sorted
             var bindings = PostgresBindings(capacity: 1)
             bindings.append(group.keys)
             try withSession("reading \(relationship.name) of \(objectIDs.count) objects") { session in

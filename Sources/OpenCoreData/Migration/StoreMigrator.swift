@@ -115,6 +115,10 @@ public enum StoreMigrator {
                         let manager = MigrationManager(sourceModel: step.sourceModel, destinationModel: step.destinationModel)
                         manager.progressHandler = { progress?(index, $0) }
                         try manager.migrateStore(from: copy, with: step.mappingModel, to: next)
+                        // Everything in the main file before it moves: a connection of
+                        // the manager's store may still be closing, its log not yet
+                        // checkpointed, and a renamed file leaves its log behind.
+                        try checkpointFully(next, label: "OpenCoreData.StoreMigrator.next")
                         remove(copy)
                         guard rename(next.path, copy.path) == 0 else {
                             throw CoreDataError(.fileWriteUnknown, "Cannot rename the migrated store: \(String(cString: strerror(errno)))", url: url)
@@ -133,11 +137,9 @@ public enum StoreMigrator {
             do {
                 let queue = try DatabaseQueue(path: copy.path, configuration: .writingLook("OpenCoreData.StoreMigrator.vacuum"))
                 defer { try? queue.close() }
-                try queue.writeWithoutTransaction { db in
-                    try db.execute(sql: "PRAGMA incremental_vacuum")
-                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                }
+                try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA incremental_vacuum") }
             }
+            try checkpointFully(copy, label: "OpenCoreData.StoreMigrator.vacuum")
             // 3. The swap: the store's -wal goes into the store (same content), then
             // the copy replaces the store in one rename.
             let storeQueue = try DatabaseQueue(path: url.path, configuration: .writingLook("OpenCoreData.StoreMigrator.swap"))
@@ -229,5 +231,21 @@ public enum StoreMigrator {
         let plan = try MigrationPlan.direct(storeMetadata: metadata, sourceModel: source, destinationModel: ("the current model", model),
                                             mappingModels: mappingModels, infersMappingModel: infers, configurationName: configurationName)
         try migrateStore(at: url, plan: plan, configurationName: configurationName)
+    }
+}
+
+/// Moves the whole write-ahead log of the store at `url` into its main file
+/// (`wal_checkpoint(TRUNCATE)`), waiting for other connections' reads as the
+/// store's busy timeout allows; throws when the log could not be emptied, so that
+/// a file about to be renamed never leaves committed rows behind in its log.
+private func checkpointFully(_ url: URL, label: String) throws {
+    let queue = try DatabaseQueue(path: url.path, configuration: .writingLook(label))
+    defer { try? queue.close() }
+    let busy = try queue.writeWithoutTransaction { db in
+        try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") ?? 0
+    }
+    if busy != 0 {
+        throw CoreDataError(.migration, "Cannot move the write-ahead log of \(url.lastPathComponent) into the store: another connection keeps reading it",
+                            url: url)
     }
 }
