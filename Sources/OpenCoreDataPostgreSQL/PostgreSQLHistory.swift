@@ -232,26 +232,9 @@ extension PostgreSQLStore: HistoryTrackingStore {
         return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number)
     }
 
-    /// The condition on `ATRANSACTION t` selecting the transactions after a
-    /// boundary (fetch) or before it (delete), with its argument.
-    private func condition(_ boundary: PersistentHistoryChangeRequest.Boundary, deleting: Bool) -> (String, [DatabaseValue]) {
-        switch boundary {
-        case .token(let token):
-            guard let token else { return deleting ? ("FALSE", []) : ("TRUE", []) }
-            let number = token.transactionNumber(forStore: identifier) ?? 0
-            return (deleting ? "t.Z_PK <= ?" : "t.Z_PK > ?", [number.databaseValue])
-        case .transaction(let transaction):
-            guard let transaction else { return deleting ? ("FALSE", []) : ("TRUE", []) }
-            let number = transaction.storeID == identifier ? transaction.transactionNumber : (transaction.token.transactionNumber(forStore: identifier) ?? 0)
-            return (deleting ? "t.Z_PK < ?" : "t.Z_PK > ?", [number.databaseValue])
-        case .date(let date):
-            return (deleting ? "t.ZTIMESTAMP < ?" : "t.ZTIMESTAMP > ?", [date.timeIntervalSinceReferenceDate.databaseValue])
-        }
-    }
-
     package func fetchHistory(_ boundary: PersistentHistoryChangeRequest.Boundary, withChanges: Bool) throws -> [PersistentHistoryTransaction] {
         let history = try requireHistory()
-        let (condition, arguments) = condition(boundary, deleting: false)
+        let (condition, arguments) = boundary.sqlCondition(storeIdentifier: identifier, deleting: false)
         return try withSession("fetching history") { session in
             // Read in one snapshot: the transactions and their changes agree.
             try session.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -332,7 +315,7 @@ extension PostgreSQLStore: HistoryTrackingStore {
     package func deleteHistory(_ boundary: PersistentHistoryChangeRequest.Boundary) throws -> Int {
         _ = try requireHistory()
         if isReadOnly { throw CoreDataError(.persistentStoreSave, "The PostgreSQL store \(identifier) is read-only", url: url) }
-        let (condition, arguments) = condition(boundary, deleting: true)
+        let (condition, arguments) = boundary.sqlCondition(storeIdentifier: identifier, deleting: true)
         return try withSession("deleting history", code: .persistentStoreSave) { session in
             try session.transaction {
                 try session.execute("DELETE FROM ACHANGE WHERE ZTRANSACTIONID IN (SELECT t.Z_PK FROM ATRANSACTION t WHERE \(condition))", arguments)

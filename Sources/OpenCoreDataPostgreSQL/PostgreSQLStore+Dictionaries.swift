@@ -77,12 +77,7 @@ extension PostgreSQLStore {
             }
             results.append(dictionary)
         }
-        if let having = request.havingPredicate {
-            results = try results.filter { try having.evaluate(with: StoreDictionaryEvaluation.predicateDictionary($0)) }
-            if request.fetch.fetchOffset > 0 { results = Array(results.dropFirst(request.fetch.fetchOffset)) }
-            if request.fetch.fetchLimit > 0 { results = Array(results.prefix(request.fetch.fetchLimit)) }
-        }
-        return results
+        return try StoreDictionaryEvaluation.having(results, request)
     }
 
     /// One column of a result row as a value.

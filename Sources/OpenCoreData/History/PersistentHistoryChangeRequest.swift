@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// A request to fetch or delete persistent history (`NSPersistentHistoryChangeRequest`),
 /// executed with ``ManagedObjectContext/execute(_:)-(PersistentHistoryChangeRequest)``.
@@ -202,6 +203,28 @@ extension ManagedObjectContext {
             throw CoreDataError(.coreData, "The context has no persistent store coordinator")
         }
         return try coordinator.execute(request)
+    }
+}
+
+extension PersistentHistoryChangeRequest.Boundary {
+    /// The SQL condition on `ATRANSACTION t` selecting the transactions of store
+    /// `storeIdentifier` after the boundary (a fetch) or before it (a delete: up to
+    /// and including a token's transaction, strictly before a transaction), with
+    /// its argument; written for SQLite and PostgreSQL alike.
+    package func sqlCondition(storeIdentifier: String, deleting: Bool) -> (String, [DatabaseValue]) {
+        switch self {
+        case .token(let token):
+            guard let token else { return deleting ? ("1 = 0", []) : ("1 = 1", []) }
+            let number = token.transactionNumber(forStore: storeIdentifier) ?? 0
+            return (deleting ? "t.Z_PK <= ?" : "t.Z_PK > ?", [number.databaseValue])
+        case .transaction(let transaction):
+            guard let transaction else { return deleting ? ("1 = 0", []) : ("1 = 1", []) }
+            let number = transaction.storeID == storeIdentifier
+                ? transaction.transactionNumber : (transaction.token.transactionNumber(forStore: storeIdentifier) ?? 0)
+            return (deleting ? "t.Z_PK < ?" : "t.Z_PK > ?", [number.databaseValue])
+        case .date(let date):
+            return (deleting ? "t.ZTIMESTAMP < ?" : "t.ZTIMESTAMP > ?", [date.timeIntervalSinceReferenceDate.databaseValue])
+        }
     }
 }
 

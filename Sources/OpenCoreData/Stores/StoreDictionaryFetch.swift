@@ -135,8 +135,21 @@ package struct StoreDictionaryEvaluation {
         if let having = request.havingPredicate {
             results = try results.filter { try having.evaluate(with: StoreDictionaryEvaluation.predicateDictionary($0)) }
         }
-        if request.fetch.fetchOffset > 0 { results = Array(results.dropFirst(request.fetch.fetchOffset)) }
-        if request.fetch.fetchLimit > 0 { results = Array(results.prefix(request.fetch.fetchLimit)) }
+        return Self.offsetAndLimit(results, request.fetch)
+    }
+
+    /// `results` kept by the request's having predicate, then offset and limited:
+    /// what a store that computes the groups in SQL does after the statement (the
+    /// statement offsets and limits itself when there is no having predicate).
+    package static func having(_ results: [[String: SnapshotValue]], _ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
+        guard let having = request.havingPredicate else { return results }
+        return offsetAndLimit(try results.filter { try having.evaluate(with: predicateDictionary($0)) }, request.fetch)
+    }
+
+    private static func offsetAndLimit(_ results: [[String: SnapshotValue]], _ fetch: StoreFetch) -> [[String: SnapshotValue]] {
+        var results = results
+        if fetch.fetchOffset > 0 { results = Array(results.dropFirst(fetch.fetchOffset)) }
+        if fetch.fetchLimit > 0 { results = Array(results.prefix(fetch.fetchLimit)) }
         return results
     }
 

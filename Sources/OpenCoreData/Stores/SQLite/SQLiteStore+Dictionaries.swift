@@ -15,7 +15,7 @@ extension SQLiteStore {
     /// current state).
     func fetchDictionaries(_ request: StoreDictionaryFetch, in snapshot: SQLiteStoreSnapshot?) throws -> [[String: SnapshotValue]] {
         let statement = try translator.dictionaryStatement(for: request)
-        var results = try read("fetching dictionaries of \(request.fetch.entity.name)", in: snapshot) { db -> [[String: SnapshotValue]] in
+        let results = try read("fetching dictionaries of \(request.fetch.entity.name)", in: snapshot) { db -> [[String: SnapshotValue]] in
             for collation in statement.collations { SQLiteFunctions.ensureCollation(collation, in: db) }
             let rows = try Row.fetchCursor(db, sql: statement.sql.text, arguments: StatementArguments(statement.sql.arguments))
             var results: [[String: SnapshotValue]] = []
@@ -29,12 +29,7 @@ extension SQLiteStore {
             }
             return results
         }
-        if let having = request.havingPredicate {
-            results = try results.filter { try having.evaluate(with: StoreDictionaryEvaluation.predicateDictionary($0)) }
-            if request.fetch.fetchOffset > 0 { results = Array(results.dropFirst(request.fetch.fetchOffset)) }
-            if request.fetch.fetchLimit > 0 { results = Array(results.prefix(request.fetch.fetchLimit)) }
-        }
-        return results
+        return try StoreDictionaryEvaluation.having(results, request)
     }
 
     private func decode(_ row: Row, _ column: SQLDictionaryColumn) throws -> SnapshotValue {

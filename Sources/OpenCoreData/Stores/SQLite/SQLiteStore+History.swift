@@ -25,28 +25,11 @@ extension SQLiteStore: HistoryTrackingStore {
         return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number)
     }
 
-    /// The SQL condition on `ATRANSACTION t` selecting the transactions after a
-    /// boundary (fetch) or before it (delete), with its argument.
-    private func condition(_ boundary: PersistentHistoryChangeRequest.Boundary, deleting: Bool) -> (String, [DatabaseValue]) {
-        switch boundary {
-        case .token(let token):
-            guard let token else { return deleting ? ("0", []) : ("1", []) }
-            let number = token.transactionNumber(forStore: identifier) ?? 0
-            return (deleting ? "t.Z_PK <= ?" : "t.Z_PK > ?", [number.databaseValue])
-        case .transaction(let transaction):
-            guard let transaction else { return deleting ? ("0", []) : ("1", []) }
-            let number = transaction.storeID == identifier ? transaction.transactionNumber : (transaction.token.transactionNumber(forStore: identifier) ?? 0)
-            return (deleting ? "t.Z_PK < ?" : "t.Z_PK > ?", [number.databaseValue])
-        case .date(let date):
-            return (deleting ? "t.ZTIMESTAMP < ?" : "t.ZTIMESTAMP > ?", [date.timeIntervalSinceReferenceDate.databaseValue])
-        }
-    }
-
     /// Fetches the transactions after the request's boundary, with their changes
     /// when `withChanges`.
     package func fetchHistory(_ boundary: PersistentHistoryChangeRequest.Boundary, withChanges: Bool) throws -> [PersistentHistoryTransaction] {
         let history = try requireHistory()
-        let (condition, arguments) = condition(boundary, deleting: false)
+        let (condition, arguments) = boundary.sqlCondition(storeIdentifier: identifier, deleting: false)
         return try read("fetching history") { db in
             guard try SQLiteHistory.hasTables(db) else {
                 throw CoreDataError(.persistentStoreOpen, "The store \(self.url?.path ?? self.identifier) has no history tables (ATRANSACTION)", url: self.url)
@@ -123,7 +106,7 @@ extension SQLiteStore: HistoryTrackingStore {
     package func deleteHistory(_ boundary: PersistentHistoryChangeRequest.Boundary) throws -> Int {
         _ = try requireHistory()
         if isReadOnly { throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url) }
-        let (condition, arguments) = condition(boundary, deleting: true)
+        let (condition, arguments) = boundary.sqlCondition(storeIdentifier: identifier, deleting: true)
         return try write("deleting history") { db in
             try db.execute(sql: "DELETE FROM ACHANGE WHERE ZTRANSACTIONID IN (SELECT t.Z_PK FROM ATRANSACTION t WHERE \(condition))",
                            arguments: StatementArguments(arguments))
