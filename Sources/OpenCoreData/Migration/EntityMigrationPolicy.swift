@@ -1,6 +1,5 @@
 import Foundation
 import OpenCoreDataPredicates
-import Synchronization
 
 /// What happens to the objects of one entity mapping during a migration through
 /// objects: Core Data's `NSEntityMigrationPolicy`.
@@ -114,7 +113,7 @@ open class EntityMigrationPolicy {
 
     // MARK: Registry
 
-    private static let registry = Mutex<[String: EntityMigrationPolicy.Type]>([:])
+    private static let registry = Lock<[String: EntityMigrationPolicy.Type]>([:])
 
     /// Registers a policy class under the name mapping models give it.
     ///

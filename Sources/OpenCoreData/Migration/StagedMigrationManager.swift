@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A model version a staged migration refers to: Core Data's
 /// `NSManagedObjectModelReference`, a model and the checksum it must have.
@@ -58,7 +57,7 @@ public protocol MigrationStage: AnyObject, Sendable {
 public final class LightweightMigrationStage: MigrationStage {
     /// The checksums of the stage's model versions.
     public let versionChecksums: [String]
-    private let labelBox = Mutex<String?>(nil)
+    private let labelBox = Lock<String?>(nil)
 
     /// A label for logs.
     public var label: String? {
@@ -93,7 +92,7 @@ public final class CustomMigrationStage: MigrationStage {
     public let currentModel: ManagedObjectModelReference
     /// The version it migrates to.
     public let nextModel: ManagedObjectModelReference
-    private let state = Mutex<(label: String?, will: Handler?, did: Handler?)>((nil, nil, nil))
+    private let state = Lock<(label: String?, will: Handler?, did: Handler?)>((nil, nil, nil))
 
     /// A label for logs.
     public var label: String? {
@@ -148,7 +147,7 @@ public final class CustomMigrationStage: MigrationStage {
 public final class StagedMigrationManager: Sendable, Hashable {
     /// The stages, in order.
     public let stages: [any MigrationStage]
-    private let containerBox = Mutex<PersistentContainer?>(nil)
+    private let containerBox = Lock<PersistentContainer?>(nil)
     /// During a custom stage's handlers: a container with the store open at the
     /// stage's current (in `willMigrateHandler`) or next (in `didMigrateHandler`) model.
     public var container: PersistentContainer? { containerBox.withLock { $0 } }

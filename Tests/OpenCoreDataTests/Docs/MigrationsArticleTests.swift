@@ -1,7 +1,6 @@
 import Foundation
 import OpenCoreData
 import OpenCoreDataPredicates
-import Synchronization
 import Testing
 
 /// The examples of the Migrations guide (OpenCoreData.docc/Migrations.md), as written.
@@ -54,7 +53,7 @@ import Testing
         let custom = CustomMigrationStage(
             migratingFrom: try ManagedObjectModelReference(model: v1, versionChecksum: v1.versionChecksum),
             to: try ManagedObjectModelReference(model: v2, versionChecksum: v2.versionChecksum))
-        let ran = Mutex(false)
+        let ran = Lock(false)
         custom.willMigrateHandler = { manager, _ in
             // The store at v1, through manager.container: fill what v2 makes mandatory.
             if manager.container != nil { ran.withLock { $0 = true } }

@@ -1,7 +1,6 @@
 import Foundation
 import OpenCoreData
 import OpenCoreDataPredicates
-import Synchronization
 import Testing
 
 /// Staged migration: custom stages with handlers around an inferred step, runs of
@@ -49,7 +48,7 @@ import Testing
         let v1 = try Self.version(1), v2 = try Self.version(2), v3 = try Self.version(3)
         let custom = CustomMigrationStage(migratingFrom: try ManagedObjectModelReference(model: v1, versionChecksum: v1.versionChecksum),
                                           to: try ManagedObjectModelReference(model: v2, versionChecksum: v2.versionChecksum))
-        let seen = Mutex<[String]>([])
+        let seen = Lock<[String]>([])
         custom.willMigrateHandler = { manager, _ in
             let container = try #require(manager.container)
             let context = container.newBackgroundContext()

@@ -1,13 +1,12 @@
 import Foundation
 import Observation
-import Synchronization
 import Testing
 import OpenCoreData
 import OpenCoreDataPredicates
 
 /// Counts Observation's change callbacks (they are `@Sendable`).
 final class ChangeCounter: Sendable {
-    private let value = Mutex(0)
+    private let value = Lock(0)
     func increment() { value.withLock { $0 += 1 } }
     var count: Int { value.withLock { $0 } }
 }

@@ -2,7 +2,6 @@ import Foundation
 import Testing
 import OpenCoreData
 import OpenCoreDataPredicates
-import Synchronization
 
 // The conformance table of typed queries: each `#Predicate` is paired with its
 // format-string equivalent, and every pair selects the same objects on the SQLite
@@ -319,7 +318,7 @@ struct TypedPredicateConformanceTests {
 
 /// Collects lines from another thread.
 final class TypedLineCollector: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Lock<[String]>([])
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     var values: [String] { lines.withLock { $0 } }
 }
