@@ -144,15 +144,34 @@ final class PostgreSQLSession {
         try run(PostgresQuery(unsafeSQL: sql, binds: bindings)).metadata.rows ?? 0
     }
 
+    /// Runs `sql` (`?` placeholders bound to `arguments`) and hands each row to
+    /// `body` on the connection's event loop as it arrives: rows are converted
+    /// while the server is still sending the next ones, instead of after the last
+    /// one. `body` runs on one thread at a time, in row order, and must not wait
+    /// for the connection; an error it throws cancels the statement.
+    func forEachRow(_ sql: String, _ arguments: [DatabaseValue] = [], _ body: @escaping @Sendable (PostgresRow) throws -> Void) throws {
+        try forEachRow(numbered: PostgreSQLPlaceholders.numbered(sql), bindings: PostgreSQLValues.bindings(arguments), body)
+    }
+
+    /// ``forEachRow(_:_:_:)`` for a statement whose parameters are already
+    /// numbered (`$1`...).
+    func forEachRow(numbered sql: String, bindings: PostgresBindings, _ body: @escaping @Sendable (PostgresRow) throws -> Void) throws {
+        try failing { _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger, body).wait() }
+    }
+
     private func run(_ sql: String, _ arguments: [DatabaseValue]) throws -> PostgresQueryResult {
-        var bindings = PostgresBindings(capacity: arguments.count)
-        for argument in arguments { PostgreSQLValues.bind(argument, into: &bindings) }
-        return try run(PostgresQuery(unsafeSQL: PostgreSQLPlaceholders.numbered(sql), binds: bindings))
+        try run(PostgresQuery(unsafeSQL: PostgreSQLPlaceholders.numbered(sql), binds: PostgreSQLValues.bindings(arguments)))
     }
 
     private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        try failing { try connection.query(query, logger: logger).wait() }
+    }
+
+    /// Runs `body`, marking the session broken when it fails other than by the
+    /// server's answer (the connection is then not reused).
+    private func failing<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try body()
         } catch let error as PSQLError {
             if error.serverInfo == nil { isBroken = true }
             throw error

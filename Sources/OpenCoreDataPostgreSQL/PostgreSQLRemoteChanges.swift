@@ -155,8 +155,16 @@ final class PostgreSQLRemoteChanges: Sendable {
         func group(_ kind: Character, _ ids: [ManagedObjectID], store: PostgreSQLStore) {
             var byEntity: [Int: [Int64]] = [:]
             var order: [Int] = []
+            var last: (entity: EntityDescription, number: Int?)?
             for id in ids {
-                guard let key = id.primaryKey, let number = store.schema.entityNumber(id.entity) else { continue }
+                let number: Int?
+                if let last, id.hasEntity(last.entity) {
+                    number = last.number
+                } else {
+                    number = store.schema.entityNumber(id.entity)
+                    last = (id.entity, number)
+                }
+                guard let key = id.primaryKey, let number else { continue }
                 if byEntity[number] == nil { order.append(number) }
                 byEntity[number, default: []].append(key)
             }

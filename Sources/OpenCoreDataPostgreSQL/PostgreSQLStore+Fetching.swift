@@ -15,9 +15,9 @@ extension PostgreSQLStore {
         let statement = try translator.selectStatement(for: fetch)
         return try reading("fetching \(fetch.entity.name)", in: snapshot) { session in
             try prepareCollations(statement.collations, session)
-            let rows = try session.query(statement.sql, statement.arguments)
-            var reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
-            return try rows.compactMap { try reader.snapshot($0) }
+            let reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
+            return try reader.snapshots(session, sql: PostgreSQLPlaceholders.numbered(statement.sql),
+                                        bindings: PostgreSQLValues.bindings(statement.arguments))
         }
     }
 
@@ -73,9 +73,8 @@ extension PostgreSQLStore {
         var bindings = PostgresBindings(capacity: 1)
         bindings.append(keys)
         return try reading("reading \(keys.count) \(entity.name) rows", in: snapshot) { session in
-            let rows = try session.query(numbered: sql, bindings: bindings)
-            var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
-            return try rows.compactMap { try reader.snapshot($0) }
+            let reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
+            return try reader.snapshots(session, sql: sql, bindings: bindings)
         }
     }
 
@@ -161,10 +160,9 @@ extension PostgreSQLStore {
             var bindings = PostgresBindings(capacity: 1)
             bindings.append(group.keys)
             try withSession("reading \(relationship.name) of \(objectIDs.count) objects") { session in
-                var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
-                for row in try session.query(numbered: sql, bindings: bindings) {
-                    let owner = PostgreSQLValues.int64(row.makeRandomAccess()[keyColumn])
-                    guard let snapshot = try reader.snapshot(row) else { continue }
+                let reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number, ownerColumn: keyColumn)
+                let rows = try reader.ownedSnapshots(session, sql: sql, bindings: bindings)
+                for (owner, snapshot) in rows {
                     for position in group.positions[owner] ?? [] { result[position].append(snapshot) }
                 }
             }
@@ -238,14 +236,19 @@ extension PostgreSQLStore {
     // MARK: Values
 
     func decode(_ value: DatabaseValue, for attribute: AttributeDescription) throws -> AttributeValue {
+        try decode(value, for: attribute, type: attribute.attributeType)
+    }
+
+    /// ``decode(_:for:)`` with the attribute's type already looked up.
+    func decode(_ value: DatabaseValue, for attribute: AttributeDescription, type: AttributeType) throws -> AttributeValue {
         if value.isNull { return .null }
-        if attribute.attributeType == .transformable {
+        if type == .transformable {
             guard case .blob(let data) = value.storage else { return .null }
             // A transformer this process has not registered: the stored bytes.
             guard isRegistered(attribute.valueTransformerName) else { return .data(data) }
             return try transformers.reverseTransformedValue(data, for: attribute)
         }
-        return SQLiteValueEncoding.attributeValue(value, as: attribute.attributeType)
+        return SQLiteValueEncoding.attributeValue(value, as: type)
     }
 
     func encode(_ value: AttributeValue, for attribute: AttributeDescription) throws -> DatabaseValue {
@@ -270,40 +273,94 @@ extension PostgreSQLStore {
 }
 
 /// Turns result rows (`Z_PK, Z_ENT, Z_OPT`, then `columns`) into snapshots of each
-/// row's concrete entity, to-many relationships left as faults. Which column
-/// feeds which property is worked out once per entity.
+/// row's concrete entity, to-many relationships left as faults. What each column
+/// feeds is worked out once per entity; a row's cells are then read once, in
+/// order, each decoded straight into its property's slot.
 struct PostgreSQLRowReader {
     let store: PostgreSQLStore
     let columns: [SQLFetchColumn]
     /// The entity number of every row, when the statement selects it as a constant.
     let entityNumber: Int?
+    /// The cell holding each row's owner (see ``snapshots(_:sql:bindings:ownerColumn:)``).
+    private let ownerColumn: Int?
     private var plans: [Int: Plan] = [:]
+    /// The owner key of the row read last.
+    private var owner: Int64 = 0
+    /// The to-one slots whose destination entity the row names: (slot, entity number).
+    private var destinationEntities: [(slot: Int, number: Int)] = []
 
-    /// Where each property's value comes from, for rows of one entity.
+    /// Where each column's value goes, for rows of one entity.
     private struct Plan {
-        let entity: EntityDescription
         /// The scope of the rows' IDs.
         let scope: ManagedObjectID.Scope
-        /// For each property: a column (attribute or to-one key), the to-one's
-        /// entity column, or nothing (the property's empty value).
-        let slots: [Slot]
+        /// The values of a row before its cells are read: the empty value of
+        /// every property (a to-many fault, no to-one, NULL).
+        let empty: [SnapshotValue]
+        /// What each cell feeds, by cell index (the first three: key, entity,
+        /// version, are read apart).
+        let actions: [Action]
+        /// The attributes and to-one destination scopes the actions name.
+        let attributes: [AttributeDescription]
+        let destinations: [ManagedObjectID.Scope]
     }
 
-    private enum Slot {
-        case empty(SnapshotValue)
-        case attribute(column: Int, attribute: AttributeDescription)
-        case toOne(keyColumn: Int, entityColumn: Int?, destination: ManagedObjectID.Scope)
+    /// What one cell feeds: plain numbers (indexes into the plan), so reading an
+    /// action retains nothing.
+    private enum Action {
+        case skip
+        case attribute(slot: Int, type: AttributeType)
+        case transformable(slot: Int, attribute: Int)
+        case toOneKey(slot: Int, destination: Int)
+        case toOneEntity(slot: Int)
+        case owner
     }
 
-    init(store: PostgreSQLStore, columns: [SQLFetchColumn], entityNumber: Int?) {
+    init(store: PostgreSQLStore, columns: [SQLFetchColumn], entityNumber: Int?, ownerColumn: Int? = nil) {
         self.store = store
         self.columns = columns
         self.entityNumber = entityNumber
+        self.ownerColumn = ownerColumn
+    }
+
+    /// The snapshots of a statement's rows, each converted on the connection's
+    /// event loop as it arrives (while the server sends the next ones).
+    consuming func snapshots(_ session: PostgreSQLSession, sql: String, bindings: PostgresBindings) throws -> [RowSnapshot] {
+        try collect(session, sql: sql, bindings: bindings) { reader, row in try reader.snapshot(row) }
+    }
+
+    /// ``snapshots(_:sql:bindings:)`` with each row's key in the reader's owner
+    /// column (the source of a to-many relationship's destination row).
+    consuming func ownedSnapshots(_ session: PostgreSQLSession, sql: String,
+                                  bindings: PostgresBindings) throws -> [(owner: Int64, snapshot: RowSnapshot)] {
+        try collect(session, sql: sql, bindings: bindings) { reader, row in
+            guard let snapshot = try reader.snapshot(row) else { return nil }
+            return (reader.owner, snapshot)
+        }
+    }
+
+    private consuming func collect<Element: Sendable>(
+        _ session: PostgreSQLSession, sql: String, bindings: PostgresBindings,
+        _ convert: @escaping @Sendable (inout PostgreSQLRowReader, PostgresRow) throws -> Element?
+    ) throws -> [Element] {
+        // The reader and the converted rows are reached by the event loop's
+        // callbacks, then by this thread once the statement finished.
+        let state = Lock<(reader: PostgreSQLRowReader, rows: [Element])>((self, []))
+        try session.forEachRow(numbered: sql, bindings: bindings) { row in
+            try state.withLock { state in
+                if let element = try convert(&state.reader, row) { state.rows.append(element) }
+            }
+        }
+        return state.withLock { state in
+            let rows = state.rows
+            state.rows = []
+            return rows
+        }
     }
 
     mutating func snapshot(_ row: PostgresRow) throws -> RowSnapshot? {
-        let cells = row.makeRandomAccess()
-        let number = entityNumber ?? Int(PostgreSQLValues.int64(cells[1]))
+        var cells = row.makeIterator()
+        guard let keyCell = cells.next(), let entityCell = cells.next(), let versionCell = cells.next() else { return nil }
+        let number = entityNumber ?? Int(PostgreSQLValues.int64(entityCell))
         let plan: Plan
         if let known = plans[number] {
             plan = known
@@ -312,50 +369,77 @@ struct PostgreSQLRowReader {
             plans[number] = made
             plan = made
         }
-        var values: [SnapshotValue] = []
-        values.reserveCapacity(plan.slots.count)
-        for slot in plan.slots {
-            switch slot {
-            case .empty(let value):
-                values.append(value)
-            case .attribute(let column, let attribute):
-                values.append(.attribute(try store.decode(PostgreSQLValues.databaseValue(cells[column]), for: attribute)))
-            case .toOne(let keyColumn, let entityColumn, let destination):
-                let key = PostgreSQLValues.databaseValue(cells[keyColumn])
-                guard case .int64(let pk) = key.storage else { values.append(.toOne(nil)); continue }
-                var target = destination
-                if let entityColumn, let found = store.entity(forNumber: Int(PostgreSQLValues.int64(cells[entityColumn]))),
-                   found !== destination.entity {
-                    target = store.idScopes.scope(for: found)
+        var values = plan.empty
+        var index = 3
+        destinationEntities.removeAll(keepingCapacity: true)
+        while let cell = cells.next(), index < plan.actions.count {
+            switch plan.actions[index] {
+            case .skip:
+                break
+            case .attribute(let slot, let type):
+                if let value = PostgreSQLValues.attributeValue(cell, as: type) {
+                    values[slot] = .attribute(value)
+                } else {
+                    values[slot] = .attribute(SQLiteValueEncoding.attributeValue(PostgreSQLValues.databaseValue(cell), as: type))
                 }
-                values.append(.toOne(ManagedObjectID(scope: target, primaryKey: pk)))
+            case .transformable(let slot, let attribute):
+                values[slot] = .attribute(try store.decode(PostgreSQLValues.databaseValue(cell), for: plan.attributes[attribute],
+                                                           type: .transformable))
+            case .toOneKey(let slot, let destination):
+                if case .int64(let pk) = PostgreSQLValues.databaseValue(cell).storage {
+                    values[slot] = .toOne(ManagedObjectID(scope: plan.destinations[destination], primaryKey: pk))
+                }
+            case .toOneEntity(let slot):
+                destinationEntities.append((slot, Int(PostgreSQLValues.int64(cell))))
+            case .owner:
+                owner = PostgreSQLValues.int64(cell)
             }
+            index += 1
         }
-        let id = ManagedObjectID(scope: plan.scope, primaryKey: PostgreSQLValues.int64(cells[0]))
-        return RowSnapshot(objectID: id, version: PostgreSQLValues.int64(cells[2]), values: values)
+        // A to-one whose destination has subentities: the row names the entity.
+        for (slot, number) in destinationEntities {
+            guard case .toOne(let id?) = values[slot], let pk = id.primaryKey,
+                  let found = store.entity(forNumber: number), found !== id.entity else { continue }
+            values[slot] = .toOne(ManagedObjectID(scope: store.idScopes.scope(for: found), primaryKey: pk))
+        }
+        let id = ManagedObjectID(scope: plan.scope, primaryKey: PostgreSQLValues.int64(keyCell))
+        return RowSnapshot(objectID: id, version: PostgreSQLValues.int64(versionCell), values: values)
     }
 
     private func makePlan(_ number: Int) -> Plan? {
         guard let entity = store.entity(forNumber: number) else { return nil }
-        var slots: [Slot] = []
+        var empty: [SnapshotValue] = []
+        var attributes: [AttributeDescription] = []
+        var destinations: [ManagedObjectID.Scope] = []
+        let lastColumn = Swift.max(columns.map(\.index).max() ?? 2, ownerColumn ?? 2)
+        var actions = Array(repeating: Action.skip, count: lastColumn + 1)
+        if let ownerColumn { actions[ownerColumn] = .owner }
         for property in entity.allProperties {
+            let slot = empty.count
             if let relationship = property as? RelationshipDescription {
-                guard !relationship.isToMany else { slots.append(.empty(.toMany(nil))); continue }
-                let key = columns.firstIndex { $0.kind == .toOneKey && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }
-                let entityColumn = columns.firstIndex { $0.kind == .toOneEntity && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }
-                if let key, let destination = relationship.destinationEntity {
-                    slots.append(.toOne(keyColumn: columns[key].index, entityColumn: entityColumn.map { columns[$0].index },
-                                        destination: store.idScopes.scope(for: destination)))
-                } else {
-                    slots.append(.empty(.toOne(nil)))
+                guard !relationship.isToMany else { empty.append(.toMany(nil)); continue }
+                empty.append(.toOne(nil))
+                let key = columns.first { $0.kind == .toOneKey && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }
+                guard let key, let destination = relationship.destinationEntity else { continue }
+                actions[key.index] = .toOneKey(slot: slot, destination: destinations.count)
+                destinations.append(store.idScopes.scope(for: destination))
+                if let entityColumn = columns.first(where: { $0.kind == .toOneEntity && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }) {
+                    actions[entityColumn.index] = .toOneEntity(slot: slot)
                 }
-            } else if let attribute = property as? AttributeDescription,
-                      let column = columns.first(where: { $0.kind == .attribute && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }) {
-                slots.append(.attribute(column: column.index, attribute: attribute))
             } else {
-                slots.append(.empty(.attribute(.null)))
+                empty.append(.attribute(.null))
+                if let attribute = property as? AttributeDescription,
+                   let column = columns.first(where: { $0.kind == .attribute && $0.property.name == property.name && entity.isKindOf(entity: $0.entity) }) {
+                    if attribute.attributeType == .transformable {
+                        actions[column.index] = .transformable(slot: slot, attribute: attributes.count)
+                        attributes.append(attribute)
+                    } else {
+                        actions[column.index] = .attribute(slot: slot, type: attribute.attributeType)
+                    }
+                }
             }
         }
-        return Plan(entity: entity, scope: store.idScopes.scope(for: entity), slots: slots)
+        return Plan(scope: store.idScopes.scope(for: entity), empty: empty, actions: actions,
+                    attributes: attributes, destinations: destinations)
     }
 }

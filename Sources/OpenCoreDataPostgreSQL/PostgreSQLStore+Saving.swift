@@ -61,11 +61,18 @@ extension PostgreSQLStore {
         }
         var groups: [Group] = []
         var index: [String: Int] = [:]
+        var last: (entity: EntityDescription, table: String)?
         for row in rows {
             guard let pk = row.objectID.primaryKey else { continue }
             let indexes = changedProperties[row.objectID] ?? Array(row.values.indices)
             let assignments = try self.assignments(row, indexes: indexes)
-            let table = try self.table(row.objectID)
+            let table: String
+            if let last, row.objectID.hasEntity(last.entity) {
+                table = last.table
+            } else {
+                table = try self.table(row.objectID)
+                last = (row.objectID.entity, table)
+            }
             let columns = assignments.map(\.0)
             let key = table + "\u{0}" + columns.joined(separator: "\u{0}")
             let group: Int
@@ -120,18 +127,26 @@ extension PostgreSQLStore {
     private func delete(_ deleted: [(ManagedObjectID, Int64)], _ session: PostgreSQLSession) throws {
         var byTable: [(table: String, entities: [EntityDescription], checked: [(Int64, Int64)], unchecked: [Int64])] = []
         var index: [String: Int] = [:]
+        // The group of the last row's entity (the table looked up once per run
+        // of rows of one entity).
+        var last: (entity: EntityDescription, position: Int)?
         for (id, version) in deleted {
             guard let pk = id.primaryKey else { continue }
-            let table = try self.table(id)
             let position: Int
-            if let known = index[table] {
-                position = known
+            if let last, id.hasEntity(last.entity) {
+                position = last.position
             } else {
-                byTable.append((table, [], [], []))
-                position = byTable.count - 1
-                index[table] = position
+                let table = try self.table(id)
+                if let known = index[table] {
+                    position = known
+                } else {
+                    byTable.append((table, [], [], []))
+                    position = byTable.count - 1
+                    index[table] = position
+                }
+                if !byTable[position].entities.contains(where: { $0 === id.entity }) { byTable[position].entities.append(id.entity) }
+                last = (id.entity, position)
             }
-            if !byTable[position].entities.contains(where: { $0 === id.entity }) { byTable[position].entities.append(id.entity) }
             if version > 0 { byTable[position].checked.append((pk, version)) } else { byTable[position].unchecked.append(pk) }
         }
         let q = SQLiteIdentifier.quoted

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NIOCore
 import OpenCoreData
+import OpenCoreDataPredicates
 import PostgresNIO
 
 /// Values between the store and PostgreSQL.
@@ -17,6 +18,13 @@ import PostgresNIO
 /// Reading never traps: a column of an unexpected type is read as text when it
 /// can be, else as `NULL`.
 enum PostgreSQLValues {
+    /// `arguments` bound in order (`$1`, `$2`...).
+    static func bindings(_ arguments: [DatabaseValue]) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: arguments.count)
+        for argument in arguments { bind(argument, into: &bindings) }
+        return bindings
+    }
+
     /// Appends `value` to `bindings` with the PostgreSQL type of its storage class.
     static func bind(_ value: DatabaseValue, into bindings: inout PostgresBindings) {
         switch value.storage {
@@ -65,6 +73,38 @@ enum PostgreSQLValues {
             }
         } catch {
             return .null
+        }
+    }
+
+    /// A cell of a column the store created, read straight from its bytes as an
+    /// attribute of `type` (not transformable): the value ``databaseValue(_:)``
+    /// then `SQLiteValueEncoding.attributeValue(_:as:)` give, without the
+    /// intermediate value. Nil when the cell needs that general path (another
+    /// column type, text format, a conversion between storage classes).
+    static func attributeValue(_ cell: PostgresCell, as type: AttributeType) -> AttributeValue? {
+        guard let bytes = cell.bytes else { return .null }
+        guard cell.format == .binary else { return nil }
+        switch (cell.dataType, bytes.readableBytes) {
+        case (.int8, 8):
+            guard let integer = bytes.getInteger(at: bytes.readerIndex, as: Int64.self) else { return nil }
+            switch type {
+            case .integer16, .integer32, .integer64: return .int(integer)
+            case .boolean: return .bool(integer != 0)
+            default: return nil
+            }
+        case (.float8, 8):
+            guard let bits = bytes.getInteger(at: bytes.readerIndex, as: UInt64.self) else { return nil }
+            let double = Double(bitPattern: bits)
+            switch type {
+            case .double, .float: return .double(double)
+            case .date: return double.isFinite ? .date(Date(timeIntervalSinceReferenceDate: double)) : .null
+            default: return nil
+            }
+        case (.text, _), (.varchar, _):
+            guard type == .string else { return nil }
+            return bytes.getString(at: bytes.readerIndex, length: bytes.readableBytes).map { .string($0) }
+        default:
+            return nil
         }
     }
 

@@ -30,7 +30,7 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     }
     /// Whether the ID's entity is `entity` (identity, not name).
     @inline(__always)
-    func hasEntity(_ entity: EntityDescription) -> Bool { scope.entity === entity }
+    package func hasEntity(_ entity: EntityDescription) -> Bool { scope.entity === entity }
     /// Calls `body` with the entity.
     @inline(__always)
     func withEntity<Result>(_ body: (EntityDescription) -> Result) -> Result {

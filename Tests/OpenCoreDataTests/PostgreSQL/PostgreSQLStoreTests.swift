@@ -110,6 +110,42 @@ struct PostgreSQLStoreTests {
         }
     }
 
+    @Test("A stored value that cannot be read fails the fetch with an error; the store keeps serving")
+    func unreadableValueFailsTheFetch() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            for index in 0..<3000 {
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
+                item.setValue("item \(index)", forKey: "label")
+                item.setValue(["t\(index)"], forKey: "tags")
+            }
+            try context.save()
+            context.reset()
+        }
+        // One row's archive is overwritten with bytes no transformer reads: rows
+        // are converted as they arrive, so the error stops the statement midway.
+        let changed = try store.withSession("spoiling a value") { session in
+            try session.execute("UPDATE ZITEM SET ZTAGS = ? WHERE ZLABEL = 'item 1500'", [Data([1, 2, 3]).databaseValue])
+        }
+        #expect(changed == 1)
+        let request = FetchRequest<ManagedObject>(entityName: "Item")
+        request.sortDescriptors = [CoreSortDescriptor(key: "label", ascending: true)]
+        #expect(throws: (any Error).self) { try context.performAndWait { try context.fetch(request) } }
+        #expect(context.performAndWait { context.registeredObjects.isEmpty })
+        // The store goes on: the other rows read, a save works.
+        request.predicate = try CorePredicate(format: "label != %@", "item 1500")
+        let items = try context.performAndWait { try context.fetch(request) }
+        #expect(items.count == 2999)
+        #expect(context.performAndWait { items.last?.value(forKey: "tags") as? [String] } == ["t999"])
+        try context.performAndWait {
+            items[0].setValue("renamed", forKey: "label")
+            try context.save()
+        }
+    }
+
     @Test("Another model is refused with 134100; bad URLs, options and servers with 134080")
     func openingErrors() throws {
         let schema = Self.newSchema()
