@@ -144,19 +144,33 @@ final class PostgreSQLSession {
         try run(PostgresQuery(unsafeSQL: sql, binds: bindings)).metadata.rows ?? 0
     }
 
-    /// Runs `sql` (`?` placeholders bound to `arguments`) and hands each row to
-    /// `body` on the connection's event loop as it arrives: rows are converted
-    /// while the server is still sending the next ones, instead of after the last
-    /// one. `body` runs on one thread at a time, in row order, and must not wait
-    /// for the connection; an error it throws cancels the statement.
-    func forEachRow(_ sql: String, _ arguments: [DatabaseValue] = [], _ body: @escaping @Sendable (PostgresRow) throws -> Void) throws {
-        try forEachRow(numbered: PostgreSQLPlaceholders.numbered(sql), bindings: PostgreSQLValues.bindings(arguments), body)
-    }
-
-    /// ``forEachRow(_:_:_:)`` for a statement whose parameters are already
-    /// numbered (`$1`...).
-    func forEachRow(numbered sql: String, bindings: PostgresBindings, _ body: @escaping @Sendable (PostgresRow) throws -> Void) throws {
-        try failing { _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger, body).wait() }
+    /// Runs `sql`, whose parameters are already numbered (`$1`...), and calls
+    /// `body` on this thread with the rows as they arrive, a run of rows at a
+    /// time: this thread converts rows while the event loop is still decoding the
+    /// next ones off the wire (collecting every row first, then converting, does
+    /// the two one after the other). An error `body` throws cancels the statement
+    /// and is rethrown once the connection is idle again.
+    func forEachRow(numbered sql: String, bindings: PostgresBindings, _ body: ([PostgresRow]) throws -> Void) throws {
+        let handoff = PostgreSQLRowHandoff()
+        let query = PostgresQuery(unsafeSQL: sql, binds: bindings)
+        connection.query(query, logger: logger) { row in try handoff.deliver(row) }
+            .whenComplete { handoff.finish($0.map { _ in }) }
+        var failure: (any Error)?
+        while let rows = handoff.next() {
+            guard failure == nil else { continue }
+            do {
+                try body(rows)
+            } catch {
+                // The event loop stops the statement at its next row.
+                failure = error
+                handoff.cancel()
+            }
+        }
+        if let failure {
+            isBroken = true
+            throw failure
+        }
+        try failing { try handoff.result?.get() }
     }
 
     private func run(_ sql: String, _ arguments: [DatabaseValue]) throws -> PostgresQueryResult {
@@ -194,6 +208,67 @@ final class PostgreSQLSession {
             throw error
         }
     }
+}
+
+/// Rows passed from a connection's event loop, as they arrive, to the thread
+/// waiting for a statement: the event loop queues them, the waiting thread takes
+/// every queued row at once, sleeping only while the queue is empty.
+final class PostgreSQLRowHandoff: Sendable {
+    private struct State {
+        var rows: [PostgresRow] = []
+        var result: Result<Void, any Error>?
+        var waiting = false
+        var cancelled = false
+    }
+    private let state = Lock(State())
+    /// Signalled once for each time the waiting thread sleeps.
+    private let wakeUp = DispatchSemaphore(value: 0)
+
+    /// Queues `row` (on the event loop); throws once the reader gave up.
+    func deliver(_ row: PostgresRow) throws {
+        let wake = try state.withLock { state throws -> Bool in
+            if state.cancelled { throw CancellationError() }
+            state.rows.append(row)
+            defer { state.waiting = false }
+            return state.waiting
+        }
+        if wake { wakeUp.signal() }
+    }
+
+    /// Records the statement's end (on the event loop).
+    func finish(_ result: Result<Void, any Error>) {
+        let wake = state.withLock { state -> Bool in
+            state.result = result
+            defer { state.waiting = false }
+            return state.waiting
+        }
+        if wake { wakeUp.signal() }
+    }
+
+    /// Makes the event loop stop the statement at its next row.
+    func cancel() { state.withLock { $0.cancelled = true } }
+
+    /// The rows queued since the last call, waiting for some; nil once the
+    /// statement ended and every row was taken.
+    func next() -> [PostgresRow]? {
+        while true {
+            let taken = state.withLock { state -> [PostgresRow]? in
+                if !state.rows.isEmpty {
+                    defer { state.rows = [] }
+                    return state.rows
+                }
+                if state.result != nil { return nil }
+                state.waiting = true
+                return []
+            }
+            guard let taken else { return nil }
+            if !taken.isEmpty { return taken }
+            wakeUp.wait()
+        }
+    }
+
+    /// How the statement ended (nil while it runs).
+    var result: Result<Void, any Error>? { state.withLock { $0.result } }
 }
 
 /// Numbering of `?` placeholders (`$1`, `$2`...), as PostgreSQL wants them; the

@@ -15,7 +15,7 @@ extension PostgreSQLStore {
         let statement = try translator.selectStatement(for: fetch)
         return try reading("fetching \(fetch.entity.name)", in: snapshot) { session in
             try prepareCollations(statement.collations, session)
-            let reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
+            var reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
             return try reader.snapshots(session, sql: PostgreSQLPlaceholders.numbered(statement.sql),
                                         bindings: PostgreSQLValues.bindings(statement.arguments))
         }
@@ -73,7 +73,7 @@ extension PostgreSQLStore {
         var bindings = PostgresBindings(capacity: 1)
         bindings.append(keys)
         return try reading("reading \(keys.count) \(entity.name) rows", in: snapshot) { session in
-            let reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
+            var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
             return try reader.snapshots(session, sql: sql, bindings: bindings)
         }
     }
@@ -160,7 +160,7 @@ extension PostgreSQLStore {
             var bindings = PostgresBindings(capacity: 1)
             bindings.append(group.keys)
             try withSession("reading \(relationship.name) of \(objectIDs.count) objects") { session in
-                let reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number, ownerColumn: keyColumn)
+                var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number, ownerColumn: keyColumn)
                 let rows = try reader.ownedSnapshots(session, sql: sql, bindings: bindings)
                 for (owner, snapshot) in rows {
                     for position in group.positions[owner] ?? [] { result[position].append(snapshot) }
@@ -322,15 +322,15 @@ struct PostgreSQLRowReader {
         self.ownerColumn = ownerColumn
     }
 
-    /// The snapshots of a statement's rows, each converted on the connection's
-    /// event loop as it arrives (while the server sends the next ones).
-    consuming func snapshots(_ session: PostgreSQLSession, sql: String, bindings: PostgresBindings) throws -> [RowSnapshot] {
+    /// The snapshots of a statement's rows, converted as they arrive (while the
+    /// event loop decodes the next ones).
+    mutating func snapshots(_ session: PostgreSQLSession, sql: String, bindings: PostgresBindings) throws -> [RowSnapshot] {
         try collect(session, sql: sql, bindings: bindings) { reader, row in try reader.snapshot(row) }
     }
 
     /// ``snapshots(_:sql:bindings:)`` with each row's key in the reader's owner
     /// column (the source of a to-many relationship's destination row).
-    consuming func ownedSnapshots(_ session: PostgreSQLSession, sql: String,
+    mutating func ownedSnapshots(_ session: PostgreSQLSession, sql: String,
                                   bindings: PostgresBindings) throws -> [(owner: Int64, snapshot: RowSnapshot)] {
         try collect(session, sql: sql, bindings: bindings) { reader, row in
             guard let snapshot = try reader.snapshot(row) else { return nil }
@@ -338,23 +338,17 @@ struct PostgreSQLRowReader {
         }
     }
 
-    private consuming func collect<Element: Sendable>(
+    private mutating func collect<Element>(
         _ session: PostgreSQLSession, sql: String, bindings: PostgresBindings,
-        _ convert: @escaping @Sendable (inout PostgreSQLRowReader, PostgresRow) throws -> Element?
+        _ convert: (inout PostgreSQLRowReader, PostgresRow) throws -> Element?
     ) throws -> [Element] {
-        // The reader and the converted rows are reached by the event loop's
-        // callbacks, then by this thread once the statement finished.
-        let state = Lock<(reader: PostgreSQLRowReader, rows: [Element])>((self, []))
-        try session.forEachRow(numbered: sql, bindings: bindings) { row in
-            try state.withLock { state in
-                if let element = try convert(&state.reader, row) { state.rows.append(element) }
+        var elements: [Element] = []
+        try session.forEachRow(numbered: sql, bindings: bindings) { rows in
+            for row in rows {
+                if let element = try convert(&self, row) { elements.append(element) }
             }
         }
-        return state.withLock { state in
-            let rows = state.rows
-            state.rows = []
-            return rows
-        }
+        return elements
     }
 
     mutating func snapshot(_ row: PostgresRow) throws -> RowSnapshot? {
