@@ -149,7 +149,9 @@ extension PersistentStoreCoordinator {
                         for id in ids[start..<min(start + batch, ids.count)] {
                             let source = try reader.existingObject(with: id)
                             let copy = ManagedObject(entity: entity, insertInto: writer)
-                            for (name, attribute) in entity.attributesByName where !attribute.isTransient && !(attribute is DerivedAttributeDescription) {
+                            // Derived attributes too: their stored values are what the
+                            // source store computed (neither store here recomputes them).
+                            for (name, attribute) in entity.attributesByName where !attribute.isTransient {
                                 try copy.setCheckedValue(source.attributeValue(forKey: name), forKey: name)
                             }
                             if let newID = targetID(id) {
