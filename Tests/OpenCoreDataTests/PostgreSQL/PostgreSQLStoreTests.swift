@@ -743,6 +743,45 @@ struct PostgreSQLStoreTests {
         }
     }
 
+    @Test("ocd tells the same of a real store moved to PostgreSQL as of its SQLite file: rows per entity, fetched objects",
+          arguments: [RealStoreTests.photosLibraries[2], Fixtures.storesWithModels[0].store])
+    func ocdReadsAMovedRealStore(_ path: String) throws {
+        let file = try Fixtures.copyStore(path)
+        let model = try SQLiteStore.storedModel(at: file)
+        let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
+        let source = try coordinator.addPersistentStore(type: .sqlite, at: file)
+        let schema = Self.newSchema()
+        _ = try coordinator.migratePersistentStore(source, to: try PostgreSQLTestServer.url(),
+                                                   options: PostgreSQLTestServer.storeOptions(schema: schema), type: .postgreSQL)
+        let copy = try Fixtures.copyStore(path)
+        let url = try PostgreSQLTestServer.url().absoluteString + "?schema=" + schema
+        func rowsPerEntity(_ location: String) throws -> [String: Int] {
+            let info = try #require(try JSONSerialization.jsonObject(with: Data(runOCD(["store", "info", location, "--json"]).utf8)) as? [String: Any])
+            return Dictionary(uniqueKeysWithValues: ((info["entities"] as? [[String: Any]]) ?? []).compactMap { entry in
+                (entry["name"] as? String).map { ($0, entry["rows"] as? Int ?? -1) }
+            })
+        }
+        let counts = try rowsPerEntity(copy.path)
+        #expect(!counts.isEmpty)
+        #expect(try rowsPerEntity(url) == counts)
+        // Every entity with rows: the same objects fetched from both.
+        for (entity, count) in counts.sorted(by: { $0.key < $1.key }) where count > 0 {
+            let fromFile = try runOCD(["fetch", copy.path, "--entity", entity, "--json"])
+            let fromServer = try runOCD(["fetch", url, "--entity", entity, "--json"])
+            let decoded = { (text: String) in try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] }
+            let fileObjects = try #require(try decoded(fromFile), "\(entity)")
+            let serverObjects = try #require(try decoded(fromServer), "\(entity)")
+            #expect(fileObjects.count == serverObjects.count, "\(entity)")
+            func attributes(_ objects: [[String: Any]]) -> [String] {
+                objects.map { object in
+                    let values = object["attributes"] as? [String: Any] ?? [:]
+                    return values.keys.sorted().map { "\($0)=\(values[$0].map { "\($0)" } ?? "nil")" }.joined(separator: ";")
+                }.sorted()
+            }
+            #expect(attributes(fileObjects) == attributes(serverObjects), "\(entity)")
+        }
+    }
+
     @Test("ocd reads a PostgreSQL store by its URL: info with the cached model, fetch with a predicate; dump refuses it")
     func ocdReadsTheStore() throws {
         let model = try Self.model()
