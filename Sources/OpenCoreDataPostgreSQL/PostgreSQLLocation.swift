@@ -23,6 +23,8 @@ struct PostgreSQLLocation: Sendable, CustomStringConvertible {
     var schema: String
     /// ``PostgreSQLStore/Option/tls``: `disable`, `prefer` or `require`.
     var tls: String
+    /// The authorities of ``PostgreSQLStore/Option/tlsRootCertificates`` (nil: the system's).
+    var tlsRootCertificates: [NIOSSLCertificate]?
     /// ``PostgreSQLStore/Option/statementTimeout``, in milliseconds.
     var statementTimeoutMilliseconds: Int?
     /// ``PostgreSQLStore/Option/poolSize``.
@@ -62,6 +64,18 @@ struct PostgreSQLLocation: Sendable, CustomStringConvertible {
             throw CoreDataError(.persistentStoreOpen, "Invalid \(PostgreSQLStore.Option.tls) option '\(tls)': disable, prefer or require", url: url)
         }
         self.tls = tls
+        if let path = options[PostgreSQLStore.Option.tlsRootCertificates] {
+            let certificates: [NIOSSLCertificate]
+            do {
+                certificates = try NIOSSLCertificate.fromPEMFile(path)
+            } catch {
+                throw CoreDataError(.persistentStoreOpen, "Can't read the certificates of \(PostgreSQLStore.Option.tlsRootCertificates) '\(path)': \(error)", url: url)
+            }
+            guard !certificates.isEmpty else {
+                throw CoreDataError(.persistentStoreOpen, "No certificate in \(PostgreSQLStore.Option.tlsRootCertificates) '\(path)'", url: url)
+            }
+            tlsRootCertificates = certificates
+        }
         if let text = options[PostgreSQLStore.Option.statementTimeout] {
             guard let seconds = Double(text), seconds >= 0, seconds < 86_400 * 365 else {
                 throw CoreDataError(.persistentStoreOpen, "Invalid \(PostgreSQLStore.Option.statementTimeout) option '\(text)': seconds", url: url)
@@ -87,7 +101,9 @@ struct PostgreSQLLocation: Sendable, CustomStringConvertible {
         default:
             let context: NIOSSLContext
             do {
-                context = try NIOSSLContext(configuration: .makeClientConfiguration())
+                var configuration = TLSConfiguration.makeClientConfiguration()
+                if let tlsRootCertificates { configuration.trustRoots = .certificates(tlsRootCertificates) }
+                context = try NIOSSLContext(configuration: configuration)
             } catch {
                 throw CoreDataError(.persistentStoreOpen, "Can't set up TLS for \(description): \(error)")
             }

@@ -78,8 +78,14 @@ public final class PostgreSQLStore: PersistentStore {
         public static let schema = "PostgreSQLSchema"
         /// The most connections the store opens at once (default 4).
         public static let poolSize = "PostgreSQLPoolSize"
-        /// `disable` (the default), `prefer` or `require` TLS.
+        /// `disable` (the default), `prefer` or `require` TLS. The server's
+        /// certificate is always verified, its name included: against the
+        /// system's certificate authorities, or ``tlsRootCertificates``.
         public static let tls = "PostgreSQLTLS"
+        /// The path of a PEM file of the certificate authorities to trust for the
+        /// server's certificate instead of the system's (libpq's `sslrootcert`):
+        /// a private authority, a cloud provider's bundle.
+        public static let tlsRootCertificates = "PostgreSQLTLSRootCertificates"
         /// The longest a statement may run, in seconds (PostgreSQL's
         /// `statement_timeout`; 134090 when it is exceeded).
         public static let statementTimeout = "PostgreSQLStatementTimeout"

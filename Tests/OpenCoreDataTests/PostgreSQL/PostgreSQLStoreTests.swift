@@ -146,6 +146,62 @@ struct PostgreSQLStoreTests {
         }
     }
 
+    @Test("TLS: required and verified against the server's authority, the store's connections (pool and listeners) are encrypted; an untrusted certificate or an unreadable authority file is refused with 134080")
+    func tls() throws {
+        guard let authority = PostgreSQLTestServer.certificateAuthority else {
+            print("TLS test skipped: the PostgreSQL server has no certificate of a known authority (openssl missing, or OCD_POSTGRESQL_URL)")
+            return
+        }
+        let model = try Self.model()
+        // The system's authorities do not know the server's: refused, not
+        // connected unverified.
+        let untrusted = #expect(throws: CoreDataError.self) {
+            try Self.coordinator(model, schema: Self.newSchema(), options: [PostgreSQLStore.Option.tls: "require"])
+        }
+        #expect(untrusted?.code == .persistentStoreOpen)
+        let missing = #expect(throws: CoreDataError.self) {
+            try Self.coordinator(model, schema: Self.newSchema(), options: [PostgreSQLStore.Option.tls: "require",
+                                                                            PostgreSQLStore.Option.tlsRootCertificates: "/nonexistent/ca.pem"])
+        }
+        #expect(missing?.code == .persistentStoreOpen)
+        #expect(missing?.localizedDescription.contains("/nonexistent/ca.pem") == true)
+
+        let schema = Self.newSchema()
+        let options = [PostgreSQLStore.Option.tls: "require", PostgreSQLStore.Option.tlsRootCertificates: authority.path]
+        let (writer, store) = try Self.coordinator(model, schema: schema, options: options)
+        let (reader, _) = try Self.coordinator(model, schema: schema, options: options)
+        let readerContext = ManagedObjectContext(concurrencyType: .privateQueue)
+        readerContext.persistentStoreCoordinator = reader
+        readerContext.automaticallyMergesChangesFromParent = true
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = writer
+        let id = try context.performAndWait {
+            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context)
+            counter.setValue("over TLS", forKey: "name")
+            try context.save()
+            return counter.objectID
+        }
+        let held = try readerContext.performAndWait { try readerContext.existingObject(with: id) }
+        #expect(readerContext.performAndWait { held.value(forKey: "name") as? String } == "over TLS")
+        // A change arrives through the reader's listening connection (TLS too).
+        try context.performAndWait {
+            try context.existingObject(with: id).setValue(Int64(5), forKey: "value")
+            try context.save()
+        }
+        #expect(Self.wait(upTo: 10) { readerContext.performAndWait { held.value(forKey: "value") as? Int } == 5 })
+        // The two stores' listening connections, and a pool connection, are encrypted.
+        let listeners = try store.withSession("reading pg_stat_ssl") { session in
+            try session.query("SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid WHERE a.query LIKE ?",
+                              ["LISTEN%\(store.remoteChanges.channel)%".databaseValue])
+                .map { PostgreSQLValues.int64($0.makeRandomAccess()[0]) }
+        }
+        #expect(listeners == [1, 1])
+        let ownEncrypted = try store.withSession("reading pg_stat_ssl") { session in
+            PostgreSQLValues.int64(try #require(session.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").first).makeRandomAccess()[0])
+        }
+        #expect(ownEncrypted == 1)
+    }
+
     @Test("Another model is refused with 134100; bad URLs, options and servers with 134080")
     func openingErrors() throws {
         let schema = Self.newSchema()

@@ -74,14 +74,19 @@ enum PostgreSQLTestServer {
             let data = folder.appendingPathComponent("data").path
             if let user { try run("/bin/chown", ["-R", user, folder.path]) }
             try run(bin + "/initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale"], as: user)
+            // TLS with a certificate of a private authority, when openssl can make
+            // one (the TLS test needs it; plain connections are unaffected).
+            let tls = try? makeCertificates(in: folder, user: user)
+            let tlsOptions = tls.map { " -c ssl=on -c ssl_cert_file=\($0.certificate) -c ssl_key_file=\($0.key)" } ?? ""
             var lastError: (any Error)?
             for _ in 0..<8 {
                 let port = Int.random(in: 20_000..<60_000)
                 do {
                     try run(bin + "/pg_ctl", ["-D", data, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "60",
-                                              "-o", "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
+                                              "-o", "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" + tlsOptions,
                                               "start"], as: user)
                     stopCommand.withLock { $0 = (bin + "/pg_ctl", data, user, folder.path) }
+                    authority.withLock { $0 = tls.map { URL(fileURLWithPath: $0.authority) } }
                     atexit { PostgreSQLTestServer.stop() }
                     return .success(URL(string: "postgres://postgres@127.0.0.1:\(port)/postgres")!)
                 } catch {
@@ -92,6 +97,36 @@ enum PostgreSQLTestServer {
         } catch {
             return .failure(ServerError(description: "the throwaway PostgreSQL server did not start: \(error)"))
         }
+    }
+
+    private static let authority = Lock<URL?>(nil)
+
+    /// The PEM file of the authority that signed the throwaway server's TLS
+    /// certificate (for `127.0.0.1`), or nil when the server has no TLS (openssl
+    /// missing, or a server of `OCD_POSTGRESQL_URL`).
+    static var certificateAuthority: URL? {
+        _ = server
+        return authority.withLock { $0 }
+    }
+
+    /// An authority and a server certificate it signed (for `127.0.0.1` and
+    /// `localhost`, valid two days), made with openssl in `folder`; the server's
+    /// key readable by `user` alone, as PostgreSQL requires.
+    private static func makeCertificates(in folder: URL, user: String?) throws -> (authority: String, certificate: String, key: String) {
+        let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl", "/opt/homebrew/bin/openssl"]
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let openssl else { throw ServerError(description: "no openssl") }
+        let path = { (name: String) in folder.appendingPathComponent(name).path }
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try run(openssl, ["req", "-x509"] + curve + ["-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "2",
+                                                     "-subj", "/CN=OpenCoreData test authority"])
+        try run(openssl, ["req"] + curve + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=127.0.0.1"])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
+        try run(openssl, ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                          "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("server.ext")])
+        if let user { try run("/bin/chown", [user, path("server.crt"), path("server.key")]) }
+        try run("/bin/chmod", ["600", path("server.key")])
+        return (path("ca.crt"), path("server.crt"), path("server.key"))
     }
 
     /// Stops and removes the clusters of test processes that ended without
