@@ -76,11 +76,11 @@ enum PostgreSQLTestServer {
             try run(bin + "/initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale"], as: user)
             // TLS with a certificate of a private authority, when openssl can make
             // one (the TLS test needs it; plain connections are unaffected).
-            let tls = try? makeCertificates(in: folder, user: user)
-            let tlsOptions = tls.map { " -c ssl=on -c ssl_cert_file=\($0.certificate) -c ssl_key_file=\($0.key)" } ?? ""
+            var tls = try? makeCertificates(in: folder, user: user)
             var lastError: (any Error)?
             for _ in 0..<8 {
                 let port = Int.random(in: 20_000..<60_000)
+                let tlsOptions = tls.map { " -c ssl=on -c ssl_cert_file=\($0.certificate) -c ssl_key_file=\($0.key)" } ?? ""
                 do {
                     try run(bin + "/pg_ctl", ["-D", data, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "60",
                                               "-o", "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" + tlsOptions,
@@ -91,6 +91,9 @@ enum PostgreSQLTestServer {
                     return .success(URL(string: "postgres://postgres@127.0.0.1:\(port)/postgres")!)
                 } catch {
                     lastError = error
+                    // The next attempts without TLS: a server that starts matters
+                    // more than the TLS test (which then says it was skipped).
+                    tls = nil
                 }
             }
             throw lastError ?? ServerError(description: "pg_ctl start failed")
