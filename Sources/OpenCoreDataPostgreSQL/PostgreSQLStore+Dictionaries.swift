@@ -24,12 +24,16 @@ extension PostgreSQLStore {
         try fetchDictionaries(request, in: nil)
     }
 
-    /// Dictionary results read in a query generation's snapshot (nil: now). (The
-    /// in-memory fallback, for groupings PostgreSQL refuses, reads the rows as
-    /// they are now.)
+    /// Dictionary results read in a query generation's snapshot (nil: now); the
+    /// in-memory fallback, for groupings PostgreSQL refuses, reads its rows in
+    /// the snapshot too.
     func fetchDictionaries(_ request: StoreDictionaryFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [[String: SnapshotValue]] {
         if let results = try sqlDictionaries(request, in: snapshot) { return results }
-        return try evaluateDictionaries(request)
+        guard let snapshot else { return try evaluateDictionaries(request) }
+        return try evaluateDictionaries(request, reading: StoreRowReads(
+            fetchRows: { try self.fetchRows($0, in: snapshot) },
+            row: { try self.rows(for: [$0], of: $0.entity, in: snapshot)?.first },
+            relatedObjectIDs: { try self.relatedObjectIDs(of: $0, relationship: $1, in: snapshot) }))
     }
 
     /// The results from one statement, or nil when the request cannot be one.

@@ -80,27 +80,54 @@ extension PersistentStore {
     /// ``fetchDictionaries(_:)`` does by default), for a store that computes
     /// them itself where it can.
     package func evaluateDictionaries(_ request: StoreDictionaryFetch) throws -> [[String: SnapshotValue]] {
-        try StoreDictionaryEvaluation(store: self, request: request).run()
+        try StoreDictionaryEvaluation(reads: StoreRowReads(self), request: request).run()
+    }
+
+    /// ``evaluateDictionaries(_:)`` over the rows `reads` gives (a query
+    /// generation's, say).
+    package func evaluateDictionaries(_ request: StoreDictionaryFetch, reading reads: StoreRowReads) throws -> [[String: SnapshotValue]] {
+        try StoreDictionaryEvaluation(reads: reads, request: request).run()
+    }
+}
+
+/// Where evaluation in memory reads rows: a store as it is now, or the state a
+/// query generation holds.
+package struct StoreRowReads {
+    let fetchRows: (StoreFetch) throws -> [RowSnapshot]
+    let row: (ManagedObjectID) throws -> RowSnapshot?
+    let relatedObjectIDs: (ManagedObjectID, RelationshipDescription) throws -> [ManagedObjectID]
+
+    /// Reads of `store` as it is now.
+    package init(_ store: any PersistentStore) {
+        self.init(fetchRows: store.fetchRows, row: store.row(for:), relatedObjectIDs: store.relatedObjectIDs(of:relationship:))
+    }
+
+    package init(fetchRows: @escaping (StoreFetch) throws -> [RowSnapshot],
+                 row: @escaping (ManagedObjectID) throws -> RowSnapshot?,
+                 relatedObjectIDs: @escaping (ManagedObjectID, RelationshipDescription) throws -> [ManagedObjectID]) {
+        self.fetchRows = fetchRows
+        self.row = row
+        self.relatedObjectIDs = relatedObjectIDs
     }
 }
 
 /// Computes dictionary results over a store's rows.
 package struct StoreDictionaryEvaluation {
-    let store: any PersistentStore
+    let reads: StoreRowReads
     let request: StoreDictionaryFetch
     let graph: StoreRowGraph
 
-    init(store: any PersistentStore, request: StoreDictionaryFetch) {
-        self.store = store
+    init(reads: StoreRowReads, request: StoreDictionaryFetch) {
+        self.reads = reads
         self.request = request
-        self.graph = StoreRowGraph(store: store)
+        self.graph = StoreRowGraph(reads: reads)
     }
 
     func run() throws -> [[String: SnapshotValue]] {
         var fetch = request.fetch
         fetch.fetchOffset = 0
         fetch.fetchLimit = 0
-        let rows = try store.fetchRows(fetch)
+        let rows = try reads.fetchRows(fetch)
         for row in rows { graph.remember(row) }
         // Groups, in the order of their first row.
         var groups: [[RowSnapshot]] = []
@@ -286,17 +313,18 @@ extension AttributeValue {
 /// The rows of a store by object ID, loaded once each: lets evaluation walk
 /// relationships of rows.
 final class StoreRowGraph: RowSource {
-    let store: any PersistentStore
+    let reads: StoreRowReads
     private var rows: [ManagedObjectID: RowSnapshot] = [:]
 
-    init(store: any PersistentStore) { self.store = store }
+    init(reads: StoreRowReads) { self.reads = reads }
+    convenience init(store: any PersistentStore) { self.init(reads: StoreRowReads(store)) }
 
     func remember(_ row: RowSnapshot) { rows[row.objectID] = row }
 
     /// The row of `id`, read from the store once; store errors are thrown.
     func loadRow(_ id: ManagedObjectID) throws -> RowSnapshot? {
         if let row = rows[id] { return row }
-        guard let row = try store.row(for: id) else { return nil }
+        guard let row = try reads.row(id) else { return nil }
         rows[id] = row
         return row
     }
@@ -306,7 +334,7 @@ final class StoreRowGraph: RowSource {
 
     func relatedIDs(of row: RowSnapshot, _ relationship: RelationshipDescription) -> [ManagedObjectID] {
         if case .toMany(let ids?)? = row.value(named: relationship.name) { return ids }
-        return (try? store.relatedObjectIDs(of: row.objectID, relationship: relationship)) ?? []
+        return (try? reads.relatedObjectIDs(row.objectID, relationship)) ?? []
     }
 }
 

@@ -153,6 +153,12 @@ struct PostgreSQLHistoryTests {
         let sum = FetchRequest<[String: Any]>(entityName: "Counter")
         sum.propertiesToFetch = [.expression(ExpressionDescription(name: "total", expression: .function("sum:", arguments: [.keyPath("value")]),
                                                                    resultType: .integer64))]
+        // A grouping PostgreSQL refuses (a sort on a value neither grouped nor
+        // aggregated) is computed in memory: over the generation's rows too.
+        let values = FetchRequest<[String: Any]>(entityName: "Counter")
+        values.propertiesToFetch = ["value"]
+        values.propertiesToGroupBy = ["value"]
+        values.sortDescriptors = [CoreSortDescriptor(key: "name", ascending: true)]
         let token = try pinned.performAndWait { () -> QueryGenerationToken? in
             try pinned.setQueryGenerationFrom(.current)
             #expect(try pinned.count(for: request) == 3)
@@ -164,6 +170,7 @@ struct PostgreSQLHistoryTests {
             #expect(try pinned.count(for: request) == 3)
             #expect(try pinned.fetch(request).count == 3)
             #expect((try pinned.fetch(sum).first?["total"] as? Int) == 3)
+            #expect(try pinned.fetch(values).compactMap { $0["value"] as? Int } == [1])
         }
         // Another context given the token reads the same generation.
         let sharing = Self.context(reader)
@@ -176,6 +183,7 @@ struct PostgreSQLHistoryTests {
             try pinned.setQueryGenerationFrom(.current)
             #expect(try pinned.count(for: request) == 5)
             #expect((try pinned.fetch(sum).first?["total"] as? Int) == 23)
+            #expect(Set(try pinned.fetch(values).compactMap { $0["value"] as? Int }) == [1, 10])
             try pinned.setQueryGenerationFrom(nil)
             #expect(try pinned.count(for: request) == 5)
         }
