@@ -51,6 +51,35 @@ struct PostgreSQLStoreTests {
 
     static func newSchema() -> String { "t_" + UUID().uuidString.prefix(8).lowercased() }
 
+    /// Two servers on one new store: a context writing through the first
+    /// coordinator, a context on the second that merges automatically, and a
+    /// counter the first saved.
+    struct TwoServers {
+        let writer: PersistentStoreCoordinator, writerStore: PostgreSQLStore
+        let reader: PersistentStoreCoordinator, readerStore: PostgreSQLStore
+        let writing: ManagedObjectContext, reading: ManagedObjectContext
+        let counter: ManagedObjectID
+    }
+
+    static func twoServers(_ model: ManagedObjectModel, options: [String: String] = [:], counterName: String = "c") throws -> TwoServers {
+        let schema = newSchema()
+        let (writer, writerStore) = try coordinator(model, schema: schema, options: options)
+        let (reader, readerStore) = try coordinator(model, schema: schema, options: options)
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = writer
+        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
+        reading.persistentStoreCoordinator = reader
+        reading.automaticallyMergesChangesFromParent = true
+        let counter = try writing.performAndWait {
+            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: writing)
+            counter.setValue(counterName, forKey: "name")
+            try writing.save()
+            return counter.objectID
+        }
+        return TwoServers(writer: writer, writerStore: writerStore, reader: reader, readerStore: readerStore,
+                          writing: writing, reading: reading, counter: counter)
+    }
+
     @Test("A new store gets Core Data's tables and metadata; reopening keeps its UUID and rows")
     func createAndReopen() throws {
         let model = try Self.model()
@@ -166,21 +195,10 @@ struct PostgreSQLStoreTests {
         #expect(missing?.code == .persistentStoreOpen)
         #expect(missing?.localizedDescription.contains("/nonexistent/ca.pem") == true)
 
-        let schema = Self.newSchema()
-        let options = [PostgreSQLStore.Option.tls: "require", PostgreSQLStore.Option.tlsRootCertificates: authority.path]
-        let (writer, store) = try Self.coordinator(model, schema: schema, options: options)
-        let (reader, _) = try Self.coordinator(model, schema: schema, options: options)
-        let readerContext = ManagedObjectContext(concurrencyType: .privateQueue)
-        readerContext.persistentStoreCoordinator = reader
-        readerContext.automaticallyMergesChangesFromParent = true
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = writer
-        let id = try context.performAndWait {
-            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context)
-            counter.setValue("over TLS", forKey: "name")
-            try context.save()
-            return counter.objectID
-        }
+        let servers = try Self.twoServers(model, options: [PostgreSQLStore.Option.tls: "require",
+                                                           PostgreSQLStore.Option.tlsRootCertificates: authority.path],
+                                          counterName: "over TLS")
+        let (store, readerContext, context, id) = (servers.writerStore, servers.reading, servers.writing, servers.counter)
         let held = try readerContext.performAndWait { try readerContext.existingObject(with: id) }
         #expect(readerContext.performAndWait { held.value(forKey: "name") as? String } == "over TLS")
         // A change arrives through the reader's listening connection (TLS too).
@@ -304,21 +322,8 @@ struct PostgreSQLStoreTests {
 
     @Test("Another coordinator's save arrives by itself: merged into contexts that merge automatically, and announced")
     func remoteChangesArrive() throws {
-        let model = try Self.model()
-        let schema = Self.newSchema()
-        let (writer, _) = try Self.coordinator(model, schema: schema)
-        let (reader, _) = try Self.coordinator(model, schema: schema)
-        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
-        viewContext.persistentStoreCoordinator = reader
-        viewContext.automaticallyMergesChangesFromParent = true
-        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
-        writing.persistentStoreCoordinator = writer
-        let id = try writing.performAndWait {
-            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: writing)
-            counter.setValue("c", forKey: "name")
-            try writing.save()
-            return counter.objectID
-        }
+        let servers = try Self.twoServers(try Self.model())
+        let (reader, viewContext, writing, id) = (servers.reader, servers.reading, servers.writing, servers.counter)
         // The reader holds the object, then the writer changes it and deletes nothing.
         let held = try viewContext.performAndWait { () -> ManagedObject in
             let object = try viewContext.existingObject(with: id)
@@ -370,21 +375,8 @@ struct PostgreSQLStoreTests {
 
     @Test("A listening connection the server drops is opened again; contexts refresh what they may have missed")
     func listenerReconnects() throws {
-        let model = try Self.model()
-        let schema = Self.newSchema()
-        let (writer, _) = try Self.coordinator(model, schema: schema)
-        let (reader, readerStore) = try Self.coordinator(model, schema: schema)
-        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
-        writing.persistentStoreCoordinator = writer
-        let id = try writing.performAndWait {
-            let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: writing)
-            counter.setValue("c", forKey: "name")
-            try writing.save()
-            return counter.objectID
-        }
-        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
-        viewContext.persistentStoreCoordinator = reader
-        viewContext.automaticallyMergesChangesFromParent = true
+        let servers = try Self.twoServers(try Self.model())
+        let (readerStore, viewContext, writing, id) = (servers.readerStore, servers.reading, servers.writing, servers.counter)
         let held = try viewContext.performAndWait { try viewContext.existingObject(with: id) }
         #expect(viewContext.performAndWait { held.value(forKey: "value") as? Int } == 0)
         #expect(readerStore.remoteChanges.isConnected)
@@ -794,6 +786,72 @@ struct PostgreSQLStoreTests {
                     let ids = try target.relatedObjectIDs(of: source, relationship: relationship)
                     let read = rows.map(\.objectID)
                     #expect(relationship.isOrdered ? read == ids : Set(read) == Set(ids), "\(entity.name).\(relationship.name) of \(source)")
+                }
+            }
+        }
+    }
+
+    @Test("Every fixture model, every version, and the Photos libraries' cached models make a PostgreSQL store: an object of every entity, a value in every attribute, saved and read back")
+    func everyFixtureModel() throws {
+        var models: [(String, ManagedObjectModel)] = []
+        for url in Fixtures.allModelFiles() where !url.path.contains("ponso") {   // ponso: Xcode 3's binary format, refused
+            for (version, model) in try XcodeDataModel(contentsOf: url).allModels() {
+                models.append(("\(url.lastPathComponent) \(version)", model))
+            }
+        }
+        for path in RealStoreTests.photosLibraries {
+            models.append((path, try SQLiteStore.storedModel(at: try Fixtures.copyStore(path))))
+        }
+        #expect(models.count >= 33)
+        // Values that differ between entities (siblings share a table, and its
+        // uniqueness constraints).
+        func sample(_ attribute: AttributeDescription, _ n: Int) -> Any? {
+            switch attribute.attributeType {
+            case .integer16: return Int16(7 + n)
+            case .integer32: return Int32(70_000 + n)
+            case .integer64: return (Int64(1) << 40) + Int64(n)
+            case .decimal: return Decimal(string: "12.5")! + Decimal(n)
+            case .double: return 0.25 + Double(n)
+            case .float: return Float(0.5) + Float(n)
+            case .string: return "valeur ü \(attribute.name) \(n)"
+            case .boolean: return n % 2 == 0
+            case .date: return Date(timeIntervalSinceReferenceDate: 1000.5 + Double(n))
+            case .binaryData: return Data([0, 1, 254, 255, UInt8(n % 256)])
+            case .uuid: return UUID(uuidString: String(format: "6B1C7F3E-2A4D-4C2B-9E61-%012X", n))!
+            case .uri: return URL(string: "https://example.com/\(attribute.name)/\(n)")!
+            default: return nil   // transformable (the app's transformer), object IDs, undefined
+            }
+        }
+        for (name, model) in models {
+            let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
+            try coordinator.addPersistentStore(type: .postgreSQL, at: try PostgreSQLTestServer.url(), options: PostgreSQLTestServer.storeOptions())
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.persistentStoreCoordinator = coordinator
+            context.validatesOnSave = false   // one object each: required relationships stay empty
+            let entities = model.entities.filter { !$0.isAbstract }
+            let written = try context.performAndWait { () -> [String: [String: AttributeValue]] in
+                var written: [String: [String: AttributeValue]] = [:]
+                for (n, entity) in entities.enumerated() {
+                    let object = ManagedObject(entity: entity, insertInto: context)
+                    for (key, attribute) in entity.attributesByName where !attribute.isTransient {
+                        if let value = sample(attribute, n) { object.setValue(value, forKey: key) }
+                    }
+                    written[entity.name] = Dictionary(uniqueKeysWithValues: entity.attributesByName.keys.map { ($0, object.attributeValue(forKey: $0)) })
+                }
+                try context.save()
+                context.reset()
+                return written
+            }
+            try context.performAndWait {
+                for entity in entities {
+                    let request = FetchRequest<ManagedObject>(entity: entity)
+                    request.includesSubentities = false
+                    let objects = try context.fetch(request)
+                    #expect(objects.count == 1, "\(name): \(entity.name)")
+                    guard let object = objects.first else { continue }
+                    for (key, attribute) in entity.attributesByName where !attribute.isTransient {
+                        #expect(object.attributeValue(forKey: key) == written[entity.name]?[key], "\(name): \(entity.name).\(key)")
+                    }
                 }
             }
         }
