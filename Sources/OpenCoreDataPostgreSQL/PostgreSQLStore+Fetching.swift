@@ -236,19 +236,14 @@ extension PostgreSQLStore {
     // MARK: Values
 
     func decode(_ value: DatabaseValue, for attribute: AttributeDescription) throws -> AttributeValue {
-        try decode(value, for: attribute, type: attribute.attributeType)
-    }
-
-    /// ``decode(_:for:)`` with the attribute's type already looked up.
-    func decode(_ value: DatabaseValue, for attribute: AttributeDescription, type: AttributeType) throws -> AttributeValue {
         if value.isNull { return .null }
-        if type == .transformable {
+        if attribute.attributeType == .transformable {
             guard case .blob(let data) = value.storage else { return .null }
             // A transformer this process has not registered: the stored bytes.
             guard isRegistered(attribute.valueTransformerName) else { return .data(data) }
             return try transformers.reverseTransformedValue(data, for: attribute)
         }
-        return SQLiteValueEncoding.attributeValue(value, as: type)
+        return SQLiteValueEncoding.attributeValue(value, as: attribute.attributeType)
     }
 
     func encode(_ value: AttributeValue, for attribute: AttributeDescription) throws -> DatabaseValue {
@@ -281,7 +276,7 @@ struct PostgreSQLRowReader {
     let columns: [SQLFetchColumn]
     /// The entity number of every row, when the statement selects it as a constant.
     let entityNumber: Int?
-    /// The cell holding each row's owner (see ``snapshots(_:sql:bindings:ownerColumn:)``).
+    /// The cell holding each row's owner (see ``ownedSnapshots(_:sql:bindings:)``).
     private let ownerColumn: Int?
     private var plans: [Int: Plan] = [:]
     /// The owner key of the row read last.
@@ -377,8 +372,7 @@ struct PostgreSQLRowReader {
                     values[slot] = .attribute(SQLiteValueEncoding.attributeValue(PostgreSQLValues.databaseValue(cell), as: type))
                 }
             case .transformable(let slot, let attribute):
-                values[slot] = .attribute(try store.decode(PostgreSQLValues.databaseValue(cell), for: plan.attributes[attribute],
-                                                           type: .transformable))
+                values[slot] = .attribute(try store.decode(PostgreSQLValues.databaseValue(cell), for: plan.attributes[attribute]))
             case .toOneKey(let slot, let destination):
                 if case .int64(let pk) = PostgreSQLValues.databaseValue(cell).storage {
                     values[slot] = .toOne(ManagedObjectID(scope: plan.destinations[destination], primaryKey: pk))
