@@ -12,12 +12,30 @@ extension PostgreSQLStore {
     /// The rows of a fetch, read in a query generation's snapshot (nil: now).
     func fetchRows(_ fetch: StoreFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot] {
         if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch, in: snapshot) }
-        let statement = try translator.selectStatement(for: fetch)
-        return try reading("fetching \(fetch.entity.name)", in: snapshot) { session in
+        // With no order asked for, the rows come in the order the server finds
+        // them (no sort before the first row) and are put in key order here.
+        let statement = try translator.selectStatement(for: fetch, keyOrderByCaller: true)
+        var rows = try reading("fetching \(fetch.entity.name)", in: snapshot) { session in
             try prepareCollations(statement.collations, session)
             var reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
             return try reader.snapshots(session, sql: PostgreSQLPlaceholders.numbered(statement.sql),
                                         bindings: PostgreSQLValues.bindings(statement.arguments))
+        }
+        if statement.sortsKeys { Self.sortByKey(&rows) }
+        return rows
+    }
+
+    /// Puts rows of one table in key order (`ORDER BY Z_PK`), checking first
+    /// whether they already are (a scan in key order, or an append-only table).
+    static func sortByKey(_ rows: inout [RowSnapshot]) {
+        var previous = Int64.min
+        for index in rows.indices {
+            let key = rows[index].objectID.primaryKey ?? .min
+            if key < previous {
+                rows.sort { ($0.objectID.primaryKey ?? .min) < ($1.objectID.primaryKey ?? .min) }
+                return
+            }
+            previous = key
         }
     }
 

@@ -47,6 +47,10 @@ extension PostgreSQLStore {
     /// (VALUES ...)` names (PostgreSQL takes at most 65,535 parameters).
     static let rowsPerStatement = 5_000
 
+    /// The most read versions the deleted rows of one table may have for a
+    /// `DELETE` per version; more, and one `DELETE` joins (key, version) pairs.
+    static let versionsPerDelete = 4
+
     /// Updates rows that change the same columns of the same table together: one
     /// `UPDATE ... FROM unnest(keys, versions, column values...)` per group (a
     /// column whose values an array cannot carry exactly sends the group as
@@ -121,9 +125,10 @@ extension PostgreSQLStore {
         }
     }
 
-    /// Deletes rows by table: one `DELETE ... USING unnest(keys, versions)` per
-    /// table for rows read at a version, one `DELETE ... WHERE Z_PK = ANY(keys)`
-    /// for the others; then their join-table rows.
+    /// Deletes rows by table: for rows read at a version, one `DELETE ... WHERE
+    /// Z_OPT = version AND Z_PK = ANY(keys)` per version (or one `DELETE ...
+    /// USING unnest(keys, versions)` for many versions), one `DELETE ... WHERE
+    /// Z_PK = ANY(keys)` for the others; then their join-table rows.
     private func delete(_ deleted: [(ManagedObjectID, Int64)], _ session: PostgreSQLSession) throws {
         var byTable: [(table: String, entities: [EntityDescription], checked: [(Int64, Int64)], unchecked: [Int64])] = []
         var index: [String: Int] = [:]
@@ -159,9 +164,27 @@ extension PostgreSQLStore {
         }
         for group in byTable {
             if !group.checked.isEmpty {
-                let sql = "DELETE FROM \(group.table) t USING unnest($1::int8[], $2::int8[]) AS v(pk, opt) WHERE t.Z_PK = v.pk AND t.Z_OPT = v.opt"
-                let changed = try session.execute(numbered: sql, bindings: keyArrays(group.checked.map(\.0), group.checked.map(\.1)))
-                if changed != group.checked.count { throw versionConflict(count: group.checked.count) }
+                // Rows read at a few versions (most saves: one): a statement per
+                // version, `Z_OPT = v AND Z_PK = ANY(keys)`, which the server
+                // filters as fast as keys alone; else every (key, version) pair
+                // joined, which costs it more per row.
+                var byVersion: [Int64: [Int64]] = [:]
+                for (pk, version) in group.checked where byVersion.count <= Self.versionsPerDelete || byVersion[version] != nil {
+                    byVersion[version, default: []].append(pk)
+                }
+                if byVersion.count <= Self.versionsPerDelete {
+                    for (version, keys) in byVersion.sorted(by: { $0.key < $1.key }) {
+                        var bindings = keyArrays(keys)
+                        bindings.append(version)
+                        let changed = try session.execute(numbered: "DELETE FROM \(group.table) WHERE Z_OPT = $2 AND Z_PK = ANY($1::int8[])",
+                                                          bindings: bindings)
+                        if changed != keys.count { throw versionConflict(count: keys.count) }
+                    }
+                } else {
+                    let sql = "DELETE FROM \(group.table) t USING unnest($1::int8[], $2::int8[]) AS v(pk, opt) WHERE t.Z_PK = v.pk AND t.Z_OPT = v.opt"
+                    let changed = try session.execute(numbered: sql, bindings: keyArrays(group.checked.map(\.0), group.checked.map(\.1)))
+                    if changed != group.checked.count { throw versionConflict(count: group.checked.count) }
+                }
             }
             if !group.unchecked.isEmpty {
                 try session.execute(numbered: "DELETE FROM \(group.table) WHERE Z_PK = ANY($1::int8[])", bindings: keyArrays(group.unchecked))

@@ -632,6 +632,99 @@ struct PostgreSQLStoreTests {
         }
     }
 
+    @Test("A fetch with no sort descriptor returns its rows in key order, however the server finds them")
+    func unsortedFetchInKeyOrder() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            let items = (0..<300).map { i -> ManagedObject in
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
+                item.setValue(Double(i), forKey: "ratio")
+                return item
+            }
+            try context.save()
+            // An updated row is written anew at the table's end: the server's
+            // scans then meet the rows out of key order.
+            for item in items where (item.value(forKey: "ratio") as? Double ?? 0) < 150 { item.setValue("changed", forKey: "label") }
+            try context.save()
+        }
+        let stored = try store.withSession("reading the table's order") { session in
+            try session.query("SELECT Z_PK FROM ZITEM", []).map { $0.int64(0) }
+        }
+        #expect(stored != stored.sorted(), "the table's own order is not key order")
+        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
+        reading.persistentStoreCoordinator = coordinator
+        try reading.performAndWait {
+            for format in [nil, "ratio >= 0", "ratio >= 100 AND ratio < 200"] {
+                let request = FetchRequest<ManagedObject>(entityName: "Item")
+                request.predicate = try format.map { try CorePredicate(format: $0) }
+                let keys = try reading.fetch(request).compactMap(\.objectID.primaryKey)
+                #expect(keys == keys.sorted(), "\(format ?? "every row")")
+                #expect(keys.count == (format == nil || format == "ratio >= 0" ? 300 : 100))
+            }
+        }
+    }
+
+    @Test("Deleting rows read at several versions checks each row's version: a row changed elsewhere fails the save with 133020 and deletes nothing",
+          arguments: [3, 6])
+    func deletesCheckVersions(versions: Int) throws {
+        let model = try Self.model()
+        let schema = Self.newSchema()
+        let (first, store) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
+        let (second, _) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
+        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
+        writing.persistentStoreCoordinator = first
+        // Item i saved again min(i, versions - 1) times: `versions` read versions,
+        // a statement per version at 3, one statement joining (key, version)
+        // pairs at 6 (more than `versionsPerDelete`).
+        let ids = try writing.performAndWait { () -> [ManagedObjectID] in
+            let items = (0..<20).map { i -> ManagedObject in
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: writing)
+                item.setValue(Double(i), forKey: "ratio")
+                return item
+            }
+            try writing.save()
+            for round in 1..<versions {
+                for (i, item) in items.enumerated() where i >= round { item.setValue("round \(round)", forKey: "label") }
+                try writing.save()
+            }
+            return items.map(\.objectID)
+        }
+        func storedVersions() throws -> [Int64] {
+            try store.withSession("reading versions") { session in
+                try session.query("SELECT Z_OPT FROM ZITEM ORDER BY Z_PK", []).map { $0.int64(0) }
+            }
+        }
+        #expect(Set(try storedVersions()).count == versions)
+        let deleting = ManagedObjectContext(concurrencyType: .privateQueue)
+        deleting.persistentStoreCoordinator = first
+        try deleting.performAndWait {
+            for item in try deleting.fetch(FetchRequest<ManagedObject>(entityName: "Item")) { deleting.delete(item) }
+        }
+        // Another server changes one row the context read.
+        let other = ManagedObjectContext(concurrencyType: .privateQueue)
+        other.persistentStoreCoordinator = second
+        try other.performAndWait {
+            try other.existingObject(with: ids[13]).setValue("elsewhere", forKey: "label")
+            try other.save()
+        }
+        let before = try storedVersions()
+        #expect { try deleting.performAndWait { try deleting.save() } } throws: { error in
+            (error as? CoreDataError)?.code == .managedObjectMerge
+        }
+        #expect(try storedVersions() == before, "the failed save deleted nothing")
+        // Read again, every row is deleted.
+        let again = ManagedObjectContext(concurrencyType: .privateQueue)
+        again.persistentStoreCoordinator = first
+        try again.performAndWait {
+            for item in try again.fetch(FetchRequest<ManagedObject>(entityName: "Item")) { again.delete(item) }
+            try again.save()
+        }
+        #expect(try storedVersions().isEmpty)
+    }
+
     @Test("Dictionary fetches run on the server: the same results as evaluation in memory, one statement each")
     func dictionariesInSQL() throws {
         let model = try Self.model()

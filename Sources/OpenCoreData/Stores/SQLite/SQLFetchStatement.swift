@@ -26,6 +26,9 @@ package struct SQLFetchStatement: Sendable, CustomStringConvertible {
     /// The entity number every row is of, when the statement selects it as a
     /// constant in place of `t0.Z_ENT` (see ``SQLFetchTranslator/entityColumn(for:restricted:)``).
     package var entityNumber: Int? = nil
+    /// Whether the statement leaves the rows' order to the caller, who sorts them
+    /// by key (see ``SQLFetchTranslator/selectStatement(for:properties:keyOrderByCaller:)``).
+    package var sortsKeys = false
 
     /// The arguments as GRDB binds them.
     var statementArguments: StatementArguments { StatementArguments(databaseValues: arguments) }

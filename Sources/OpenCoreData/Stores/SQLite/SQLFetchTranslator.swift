@@ -73,11 +73,20 @@ package struct SQLFetchTranslator: Sendable {
     /// relationship of the entity, and of its subentities when the fetch includes
     /// them), filtered, sorted, offset and limited. When every row is of one
     /// entity, its number stands in for `t0.Z_ENT` (see ``entityColumn(for:restricted:)``).
-    package func selectStatement(for fetch: StoreFetch, properties: [PropertyDescription]? = nil) throws -> SQLFetchStatement {
+    ///
+    /// With `keyOrderByCaller`, a fetch with no sort descriptor, offset or limit
+    /// gets no `ORDER BY` (the statement's ``SQLFetchStatement/sortsKeys`` is then
+    /// true: the caller puts the rows in key order, the order `ORDER BY t0.Z_PK`
+    /// gives). A server that would sort the rows before sending the first one
+    /// (PostgreSQL: its plans rarely return them in key order) can then stream
+    /// them as it finds them.
+    package func selectStatement(for fetch: StoreFetch, properties: [PropertyDescription]? = nil,
+                                 keyOrderByCaller: Bool = false) throws -> SQLFetchStatement {
         let context = try SQLTranslationContext(translator: self, fetch: fetch)
         let columns = try selectedColumns(for: fetch, properties: properties)
         let condition = try context.whereCondition()
-        let order = try context.orderBy(fetch.sortDescriptors)
+        let sortsKeys = keyOrderByCaller && fetch.sortDescriptors.isEmpty && fetch.fetchOffset <= 0 && fetch.fetchLimit <= 0
+        let order = sortsKeys ? nil : try context.orderBy(fetch.sortDescriptors)
         // The WHERE clause restricts the rows to the entities the fetch wants.
         let entity = entityColumn(for: fetch, restricted: true)
         var select = SQLFragment("SELECT t0.Z_PK, \(entity.sql), t0.Z_OPT")
@@ -86,10 +95,10 @@ package struct SQLFetchTranslator: Sendable {
         }
         var sql = select + " FROM " + context.fromClause()
         if let condition { sql += " WHERE " + condition }
-        sql += " ORDER BY " + order
+        if let order { sql += " ORDER BY " + order }
         sql.text += limitClause(fetch)
         return SQLFetchStatement(sql: sql.text, arguments: sql.arguments, columns: columns,
-                                 collations: context.collations, entityNumber: entity.number)
+                                 collations: context.collations, entityNumber: entity.number, sortsKeys: sortsKeys)
     }
 
     /// What a row `SELECT` of `fetch` puts in its second column: `t0.Z_ENT` when the
