@@ -44,6 +44,7 @@ final class PostgreSQLConnectionPool: Sendable {
             return state.connections
         }
         for connection in connections { PostgreSQLConnectionPool.close(connection) }
+        for statement in readAhead.withLock({ $0.pending }) { PostgreSQLConnectionPool.close(statement.connection) }
     }
 
     /// Closes `connection` without waiting (a store may go away on any thread, an
@@ -57,10 +58,22 @@ final class PostgreSQLConnectionPool: Sendable {
     /// waiting while `size` are in use. A connection whose use failed on the wire
     /// is closed rather than handed out again.
     func withSession<T>(_ body: (PostgreSQLSession) throws -> T) throws -> T {
-        available.wait()
+        if available.wait(timeout: .now()) != .success {
+            // Statements read ahead hold connections nobody may come for: ended
+            // before waiting for one.
+            endReadAhead()
+            available.wait()
+        }
         defer { available.signal() }
         let connection = try idle.withLock { $0.connections.popLast() } ?? open()
-        let session = PostgreSQLSession(connection: connection, logger: logger)
+        return try use(PostgreSQLSession(connection: connection, logger: logger, pool: self), body)
+    }
+
+    /// Runs `body` with a session whose connection holds one of the pool's
+    /// places, then gives the connection back (closed instead when its use
+    /// failed on the wire).
+    private func use<T>(_ session: PostgreSQLSession, _ body: (PostgreSQLSession) throws -> T) throws -> T {
+        let connection = session.connection
         do {
             let result = try body(session)
             idle.withLock { $0.connections.append(connection) }
@@ -72,6 +85,115 @@ final class PostgreSQLConnectionPool: Sendable {
                 idle.withLock { $0.connections.append(connection) }
             }
             throw error
+        }
+    }
+
+    // MARK: Reading ahead
+
+    /// A statement sent before its rows are asked for (see ``startReadAhead(numbered:keys:bindings:)``).
+    private struct ReadAhead: Sendable {
+        let sql: String
+        let keys: [Int64]
+        let connection: PostgresConnection
+        let handoff: PostgreSQLRowHandoff
+        /// The pool's ``changeCount`` when it was sent.
+        let changeCount: Int
+    }
+
+    /// The statements read ahead, oldest first (at most ``readAheadLimit``), and
+    /// the number of changes to the store's rows seen so far: a statement sent
+    /// before the last change may have read rows it changed, and is not used.
+    private let readAhead = Lock<(pending: [ReadAhead], changeCount: Int, sent: Int, taken: Int)>(([], 0, 0, 0))
+
+    /// The statements read ahead so far, those whose rows were used, and the
+    /// changes counted (for tests).
+    var readAheadCounts: (sent: Int, taken: Int, changes: Int) {
+        readAhead.withLock { ($0.sent, $0.taken, $0.changeCount) }
+    }
+
+    /// The most statements read ahead at once: the read a caller is about to
+    /// take, and the one after it, which the server finds while the caller
+    /// converts the first.
+    static let readAheadLimit = 2
+
+    /// Sends `sql` (the read of rows by key, `keys` its argument) on a connection
+    /// of the pool and returns at once: the server finds the rows while the caller
+    /// goes on, and ``withReadAhead(numbered:keys:_:)`` with the same statement
+    /// takes them. Nothing is sent when every connection is in use; the oldest
+    /// statement read ahead is ended when ``readAheadLimit`` are.
+    func startReadAhead(numbered sql: String, keys: [Int64], bindings: PostgresBindings) {
+        // Read before the statement is sent: a change counted after it may
+        // predate the statement's snapshot, never the other way round.
+        let (oldest, changeCount) = readAhead.withLock { state -> (ReadAhead?, Int) in
+            (state.pending.count >= Self.readAheadLimit ? state.pending.removeFirst() : nil, state.changeCount)
+        }
+        if let oldest { finish(oldest) }
+        guard available.wait(timeout: .now()) == .success else { return }
+        guard let connection = idle.withLock({ $0.connections.popLast() }) ?? (try? open()) else {
+            available.signal()
+            return
+        }
+        let session = PostgreSQLSession(connection: connection, logger: logger)
+        let statement = ReadAhead(sql: sql, keys: keys, connection: connection,
+                                  handoff: session.start(numbered: sql, bindings: bindings), changeCount: changeCount)
+        let surplus = readAhead.withLock { state -> [ReadAhead] in
+            state.pending.append(statement)
+            state.sent += 1
+            // Other threads started some at the same moment: the newest stay.
+            let extra = max(0, state.pending.count - Self.readAheadLimit)
+            defer { state.pending.removeFirst(extra) }
+            return Array(state.pending.prefix(extra))
+        }
+        for statement in surplus { finish(statement) }
+    }
+
+    /// Runs `body` with the rows of the statement read ahead that is `sql` with
+    /// `keys`, when there is one sent after the last change to the store's rows;
+    /// nil when there is none. Statements read ahead before it, never taken, are
+    /// ended; those after it stay (a read ahead of the next one).
+    func withReadAhead<T>(numbered sql: String, keys: [Int64],
+                          _ body: (PostgreSQLSession, PostgreSQLRowHandoff) throws -> T) throws -> T? {
+        let (taken, passed, isCurrent) = readAhead.withLock { state -> (ReadAhead?, [ReadAhead], Bool) in
+            guard let index = state.pending.firstIndex(where: { $0.sql == sql && $0.keys == keys }) else { return (nil, [], false) }
+            defer { state.pending.removeFirst(index + 1) }
+            let taken = state.pending[index]
+            let isCurrent = taken.changeCount == state.changeCount
+            if isCurrent { state.taken += 1 }
+            return (taken, Array(state.pending[..<index]), isCurrent)
+        }
+        for statement in passed { finish(statement) }
+        guard let taken else { return nil }
+        guard isCurrent else {
+            finish(taken)
+            return nil
+        }
+        defer { available.signal() }
+        return try use(PostgreSQLSession(connection: taken.connection, logger: logger)) { session in
+            try body(session, taken.handoff)
+        }
+    }
+
+    /// Counts a change to the store's rows (a save here committed, another
+    /// server's announced): the statements read ahead before it are not used.
+    func invalidateReadAhead() {
+        readAhead.withLock { $0.changeCount += 1 }
+    }
+
+    /// Ends the statements read ahead: their rows are read and dropped.
+    func endReadAhead() {
+        let taken = readAhead.withLock { state -> [ReadAhead] in
+            defer { state.pending = [] }
+            return state.pending
+        }
+        for statement in taken { finish(statement) }
+    }
+
+    /// Waits for a statement read ahead to end, drops its rows, and gives its
+    /// connection back.
+    private func finish(_ statement: ReadAhead) {
+        defer { available.signal() }
+        _ = try? use(PostgreSQLSession(connection: statement.connection, logger: logger)) { session in
+            try session.forEachRow(of: statement.handoff) { _ in }
         }
     }
 
@@ -114,9 +236,13 @@ final class PostgreSQLSession {
     /// that must commit, such as creating a collation, go through another).
     var holdsSnapshot = false
 
-    init(connection: PostgresConnection, logger: Logger) {
+    /// The pool told of each commit (statements it read ahead may predate it).
+    private weak var pool: PostgreSQLConnectionPool?
+
+    init(connection: PostgresConnection, logger: Logger, pool: PostgreSQLConnectionPool? = nil) {
         self.connection = connection
         self.logger = logger
+        self.pool = pool
     }
 
     /// The rows of `sql`, its `?` placeholders bound to `arguments` in order.
@@ -144,17 +270,24 @@ final class PostgreSQLSession {
         try run(PostgresQuery(unsafeSQL: sql, binds: bindings)).metadata.rows ?? 0
     }
 
-    /// Runs `sql`, whose parameters are already numbered (`$1`...), and calls
-    /// `body` on this thread with the rows as they arrive, a run of rows at a
-    /// time: this thread converts rows while the event loop is still decoding the
-    /// next ones off the wire (collecting every row first, then converting, does
-    /// the two one after the other). An error `body` throws cancels the statement
-    /// and is rethrown once the connection is idle again.
-    func forEachRow(numbered sql: String, bindings: PostgresBindings, _ body: ([PostgresRow]) throws -> Void) throws {
+    /// Sends `sql`, whose parameters are already numbered (`$1`...), and returns
+    /// at once: the event loop queues its rows in the handoff as they arrive,
+    /// for ``forEachRow(of:_:)``.
+    func start(numbered sql: String, bindings: PostgresBindings) -> PostgreSQLRowHandoff {
         let handoff = PostgreSQLRowHandoff()
         let query = PostgresQuery(unsafeSQL: sql, binds: bindings)
         connection.query(query, logger: logger) { row in try handoff.deliver(row) }
             .whenComplete { handoff.finish($0.map { _ in }) }
+        return handoff
+    }
+
+    /// Calls `body` on this thread with the rows of a statement this session
+    /// sent (``start(numbered:bindings:)``) as they arrive, a run of rows at a
+    /// time: this thread converts rows while the event loop is still decoding the
+    /// next ones off the wire (collecting every row first, then converting, does
+    /// the two one after the other). An error `body` throws cancels the statement
+    /// and is rethrown once the connection is idle again.
+    func forEachRow(of handoff: PostgreSQLRowHandoff, _ body: ([PostgresRow]) throws -> Void) throws {
         var failure: (any Error)?
         while let rows = handoff.next() {
             guard failure == nil else { continue }
@@ -199,6 +332,9 @@ final class PostgreSQLSession {
     /// it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN")
+        // Rows read ahead before the commit may predate it (counted whatever the
+        // outcome: a COMMIT that failed on the wire may have committed).
+        defer { pool?.invalidateReadAhead() }
         do {
             let result = try body()
             try execute("COMMIT")

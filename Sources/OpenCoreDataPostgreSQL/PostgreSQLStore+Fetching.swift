@@ -78,22 +78,52 @@ extension PostgreSQLStore {
     }
 
     func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot]? {
+        guard let read = try rowsStatement(for: objectIDs, of: entity) else { return [] }
+        let action = "reading \(read.keys.count) \(entity.name) rows"
+        if snapshot == nil {
+            do {
+                let ahead = try pool.withReadAhead(numbered: read.sql, keys: read.keys) { session, handoff in
+                    var reader = PostgreSQLRowReader(store: self, columns: read.columns, entityNumber: read.entityNumber)
+                    return try reader.snapshots(session, of: handoff)
+                }
+                if let ahead { return ahead }
+            } catch {
+                throw PostgreSQLErrors.coreDataError(error, code: .persistentStoreOperation, doing: action, url: url)
+            }
+        }
+        return try reading(action, in: snapshot) { session in
+            var reader = PostgreSQLRowReader(store: self, columns: read.columns, entityNumber: read.entityNumber)
+            return try reader.snapshots(session, sql: read.sql, bindings: read.bindings())
+        }
+    }
+
+    /// Starts reading the rows of `objectIDs` now, on an idle connection: the
+    /// next read of the same rows (the next window of a batched fetch read in
+    /// order) takes them, the server having found them meanwhile.
+    public func prepareRows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) {
+        guard let read = try? rowsStatement(for: objectIDs, of: entity) else { return }
+        pool.startReadAhead(numbered: read.sql, keys: read.keys, bindings: read.bindings())
+    }
+
+    /// The statement reading rows by key: one text for any number of keys (the
+    /// keys are one array, bound when the statement is sent); nil for no key.
+    private func rowsStatement(for objectIDs: [ManagedObjectID], of entity: EntityDescription) throws
+        -> (sql: String, keys: [Int64], bindings: () -> PostgresBindings, columns: [SQLFetchColumn], entityNumber: Int?)? {
         let keys = objectIDs.compactMap(\.primaryKey)
-        guard !keys.isEmpty, let table = schema.table(for: entity) else { return [] }
+        guard !keys.isEmpty, let table = schema.table(for: entity) else { return nil }
         var fetch = StoreFetch(entity: entity)
         fetch.includesSubentities = true
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         let entityColumn = translator.entityColumn(for: fetch, restricted: false)
         var sql = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
-        // One statement text for any number of keys: the keys are one array.
         sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ANY($1::int8[])"
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(keys)
-        return try reading("reading \(keys.count) \(entity.name) rows", in: snapshot) { session in
-            var reader = PostgreSQLRowReader(store: self, columns: columns, entityNumber: entityColumn.number)
-            return try reader.snapshots(session, sql: sql, bindings: bindings)
+        let bindings = {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(keys)
+            return bindings
         }
+        return (sql, keys, bindings, columns, entityColumn.number)
     }
 
     public func relatedObjectIDs(of objectID: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
@@ -338,25 +368,31 @@ struct PostgreSQLRowReader {
     /// The snapshots of a statement's rows, converted as they arrive (while the
     /// event loop decodes the next ones).
     mutating func snapshots(_ session: PostgreSQLSession, sql: String, bindings: PostgresBindings) throws -> [RowSnapshot] {
-        try collect(session, sql: sql, bindings: bindings) { reader, row in try reader.snapshot(row) }
+        try collect(session, session.start(numbered: sql, bindings: bindings)) { reader, row in try reader.snapshot(row) }
+    }
+
+    /// The snapshots of a statement the session sent earlier (one read ahead).
+    mutating func snapshots(_ session: PostgreSQLSession, of handoff: PostgreSQLRowHandoff) throws -> [RowSnapshot] {
+        try collect(session, handoff) { reader, row in try reader.snapshot(row) }
     }
 
     /// ``snapshots(_:sql:bindings:)`` with each row's key in the reader's owner
     /// column (the source of a to-many relationship's destination row).
     mutating func ownedSnapshots(_ session: PostgreSQLSession, sql: String,
                                   bindings: PostgresBindings) throws -> [(owner: Int64, snapshot: RowSnapshot)] {
-        try collect(session, sql: sql, bindings: bindings) { reader, row in
+        try collect(session, session.start(numbered: sql, bindings: bindings)) { reader, row in
             guard let snapshot = try reader.snapshot(row) else { return nil }
             return (reader.owner, snapshot)
         }
     }
 
+    /// Converts the rows of a statement the session sent, a run at a time.
     private mutating func collect<Element>(
-        _ session: PostgreSQLSession, sql: String, bindings: PostgresBindings,
+        _ session: PostgreSQLSession, _ handoff: PostgreSQLRowHandoff,
         _ convert: (inout PostgreSQLRowReader, PostgresRow) throws -> Element?
     ) throws -> [Element] {
         var elements: [Element] = []
-        try session.forEachRow(numbered: sql, bindings: bindings) { rows in
+        try session.forEachRow(of: handoff) { rows in
             for row in rows {
                 if let element = try convert(&self, row) { elements.append(element) }
             }

@@ -169,8 +169,12 @@ extension PostgreSQLStore {
                 // filters as fast as keys alone; else every (key, version) pair
                 // joined, which costs it more per row.
                 var byVersion: [Int64: [Int64]] = [:]
-                for (pk, version) in group.checked where byVersion.count <= Self.versionsPerDelete || byVersion[version] != nil {
-                    byVersion[version, default: []].append(pk)
+                if let version = group.checked.first?.1, group.checked.allSatisfy({ $0.1 == version }) {
+                    byVersion[version] = group.checked.map(\.0)
+                } else {
+                    for (pk, version) in group.checked where byVersion.count <= Self.versionsPerDelete || byVersion[version] != nil {
+                        byVersion[version, default: []].append(pk)
+                    }
                 }
                 if byVersion.count <= Self.versionsPerDelete {
                     for (version, keys) in byVersion.sorted(by: { $0.key < $1.key }) {

@@ -50,8 +50,15 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
             // Reading on from the last loaded batch doubles the read (up to the
             // store's read-ahead); any other batch is read alone.
             window = batch == lastLoadedBatch + 1 ? Swift.min(readAheadLimit, Swift.max(1, window * 2)) : 1
-            var end = batch + 1
-            while end < batches.count, end - batch < window, batches[end] == nil { end += 1 }
+            let end = windowEnd(from: batch, batches: window)
+            // Reading in order, with a store that reads ahead: the read after this
+            // one (the next batches, twice as many) is announced to the store
+            // first, so that its server finds those rows while this read's are
+            // converted.
+            if readAheadLimit > 1, window > 1 || batch == 0, end < batches.count {
+                let next = windowEnd(from: end, batches: Swift.min(readAheadLimit, window * 2))
+                if next > end { context.prepareBatch(Array(ids[end * batchSize..<Swift.min(ids.count, next * batchSize)]), entity: entity) }
+            }
             let first = batch * batchSize
             let objects = context.loadBatch(Array(ids[first..<Swift.min(ids.count, end * batchSize)]), entity: entity)
             for loaded in batch..<end {
@@ -61,6 +68,13 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
             loadedBatchCount += end - batch
             lastLoadedBatch = end - 1
             return objects[index - first]
+        }
+
+        /// The end of a read from `batch` of at most `count` batches not loaded yet.
+        private func windowEnd(from batch: Int, batches count: Int) -> Int {
+            var end = batch + 1
+            while end < batches.count, end - batch < count, batches[end] == nil { end += 1 }
+            return end
         }
     }
 
@@ -168,6 +182,13 @@ extension ManagedObjectContext {
         return zip(ids, objects).map { id, object in object ?? self.object(with: id) }
     }
 
+    /// Tells the store that the rows of `ids` not loaded yet are the next ones
+    /// ``loadBatch(_:entity:)`` reads (see ``PersistentStore/prepareRows(for:of:)``).
+    func prepareBatch(_ ids: [ManagedObjectID], entity: EntityDescription) {
+        let missing = ids.filter { $0.primaryKey != nil && registry[$0]?.isFault ?? true }
+        if let store = batchStore(for: missing) { store.prepareRows(for: missing, of: entity) }
+    }
+
     /// Finds the position of each row read for a batch among the batch's IDs (the
     /// whole ID: an entity kept in two stores has the same keys in both).
     ///
@@ -203,17 +224,22 @@ extension ManagedObjectContext {
     /// The rows of `ids`: one read by primary key when the context reads the store
     /// directly and the store can, else a fetch with a `SELF IN` predicate.
     private func batchRows(_ ids: [ManagedObjectID], entity: EntityDescription) throws -> [RowSnapshot] {
-        // Up to 500 keys (or the store's read-ahead, which it reads in one go): a
-        // statement per batch size stays cached, far below SQLite's limit on bound
-        // parameters.
-        if sharesRowCache, let coordinator = persistentStoreCoordinator, let first = ids.first,
-           let store = coordinator.store(for: first), ids.count <= max(500, store.batchReadAheadRows),
-           ids.allSatisfy({ $0.storeIdentifier == first.storeIdentifier }),
-           let rows = try store.rows(for: ids, of: entity) {
+        if let store = batchStore(for: ids), let rows = try store.rows(for: ids, of: entity) {
             return rows
         }
         var fetch = StoreFetch(entity: entity)
         fetch.predicate = ManagedObjectContext.objectsPredicate(ids)
         return try sourceRows(fetch)
+    }
+
+    /// The store to read the rows of `ids` from by key: when the context reads
+    /// the store directly and every ID is of one store. Up to 500 keys (or the
+    /// store's read-ahead, which it reads in one go): a statement per batch size
+    /// stays cached, far below SQLite's limit on bound parameters.
+    private func batchStore(for ids: [ManagedObjectID]) -> (any PersistentStore)? {
+        guard sharesRowCache, let coordinator = persistentStoreCoordinator, let first = ids.first,
+              let store = coordinator.store(for: first), ids.count <= max(500, store.batchReadAheadRows),
+              ids.allSatisfy({ $0.storeIdentifier == first.storeIdentifier }) else { return nil }
+        return store
     }
 }

@@ -171,6 +171,17 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// the next doubles the batches the next read loads, up to this many rows; a
     /// jump elsewhere loads one batch again. Stores get 0 for free.
     var batchReadAheadRows: Int { get }
+    /// Says that ``rows(for:of:)`` will soon be asked for `objectIDs`: the next
+    /// read of a batched fetch whose results are read in order. A store whose
+    /// reads are network round trips can send that read now, so that the server
+    /// finds the rows while the caller works through the ones it has; the later
+    /// ``rows(for:of:)`` takes them if nothing changed meanwhile. A hint only:
+    /// stores get a no-op for free.
+    ///
+    /// - Parameters:
+    ///   - objectIDs: Permanent IDs of this store, of `entity` or its subentities.
+    ///   - entity: The entity of the rows.
+    func prepareRows(for objectIDs: [ManagedObjectID], of entity: EntityDescription)
 }
 
 extension PersistentStore {
@@ -189,6 +200,8 @@ extension PersistentStore {
     public func willRemove(from coordinator: PersistentStoreCoordinator) {}
     /// No read-ahead: a batched fetch loads one batch a read.
     public var batchReadAheadRows: Int { 0 }
+    /// Reads are not started ahead of need.
+    public func prepareRows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) {}
     /// The batch request run by ``execute(_:)``, its IDs reported as `resultType` asks.
     public func execute(_ request: StoreBatchRequest, resultType: BatchRequestResultType) throws -> PersistentStoreResult {
         PersistentStoreResult(resultType, try execute(request))

@@ -632,6 +632,93 @@ struct PostgreSQLStoreTests {
         }
     }
 
+    @Test("A batched fetch read in order sends its next read ahead; a change saved elsewhere or here meanwhile is not missed")
+    func readAheadSeesChanges() throws {
+        let model = try Self.model()
+        let servers = try Self.twoServers(model)
+        let ids = try servers.writing.performAndWait { () -> [ManagedObjectID] in
+            let items = (0..<300).map { i -> ManagedObject in
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: servers.writing)
+                item.setValue(Int64(i), forKey: "small")
+                item.setValue("item \(i)", forKey: "label")
+                return item
+            }
+            try servers.writing.save()
+            return items.map(\.objectID)
+        }
+        let pool = servers.readerStore.pool
+        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
+        reading.persistentStoreCoordinator = servers.reader
+        let request = FetchRequest<ManagedObject>(entityName: "Item")
+        request.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
+        request.fetchBatchSize = 20
+        let items = try reading.performAndWait { try reading.fetchInBatches(request) }
+        func label(_ index: Int) -> String? { reading.performAndWait { items[index].value(forKey: "label") as? String } }
+        // Batch 0 loaded, batches 1-2 (items 20..<60) sent ahead.
+        #expect(label(0) == "item 0")
+        #expect(pool.readAheadCounts.sent == 1)
+        // Another server changes item 30, read ahead before the change.
+        let changes = pool.readAheadCounts.changes
+        try servers.writing.performAndWait {
+            try servers.writing.existingObject(with: ids[30]).setValue("changed elsewhere", forKey: "label")
+            try servers.writing.save()
+        }
+        #expect(Self.wait(upTo: 30) { pool.readAheadCounts.changes > changes }, "the change is announced")
+        #expect(label(30) == "changed elsewhere", "the rows read ahead before the change are not used")
+        #expect(pool.readAheadCounts.taken == 0)
+        // Items 60..<140 were sent ahead; a context on this coordinator changes item 100.
+        let local = ManagedObjectContext(concurrencyType: .privateQueue)
+        local.persistentStoreCoordinator = servers.reader
+        try local.performAndWait {
+            try local.existingObject(with: ids[100]).setValue("changed here", forKey: "label")
+            try local.save()
+        }
+        #expect(label(60) == "item 60")
+        #expect(label(100) == "changed here")
+        #expect(pool.readAheadCounts.taken == 0)
+        // Nothing changes meanwhile: the next read (items 140..<300) is the one sent ahead.
+        #expect(label(140) == "item 140")
+        #expect(pool.readAheadCounts.taken == 1)
+        #expect((141..<300).allSatisfy { label($0) == "item \($0)" })
+        #expect(items.loadedBatchCount == 15)
+    }
+
+    @Test("Reading ahead with a pool of one connection: a read or a save meanwhile ends it instead of waiting for it")
+    func readAheadWithOneConnection() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema(), options: [PostgreSQLStore.Option.poolSize: "1"])
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        try context.performAndWait {
+            for i in 0..<200 { ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context).setValue(Int64(i), forKey: "small") }
+            try context.save()
+        }
+        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
+        reading.persistentStoreCoordinator = coordinator
+        let request = FetchRequest<ManagedObject>(entityName: "Item")
+        request.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
+        request.fetchBatchSize = 20
+        try reading.performAndWait {
+            let items = try reading.fetchInBatches(request)
+            #expect(items[0].value(forKey: "small") as? Int == 0)
+            #expect(store.pool.readAheadCounts.sent == 1, "the one connection reads ahead")
+            // A save needs the connection the read ahead holds.
+            try context.performAndWait {
+                ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context).setValue("c", forKey: "name")
+                try context.save()
+            }
+            #expect((0..<200).allSatisfy { items[$0].value(forKey: "small") as? Int == $0 })
+        }
+    }
+
+    @Test("Announcements list keys in decimal, comma-separated, as String(_:) writes them")
+    func announcedKeyLists() {
+        #expect(PostgreSQLRemoteChanges.commaSeparated([0, 7, 12, -3, .max, .min][...]) == "0,7,12,-3,9223372036854775807,-9223372036854775808")
+        #expect(PostgreSQLRemoteChanges.commaSeparated([][...]).isEmpty)
+        let keys = (0..<500).map { _ in Int64.random(in: .min ... .max) }
+        #expect(PostgreSQLRemoteChanges.commaSeparated(keys[...]) == keys.map(String.init).joined(separator: ","))
+    }
+
     @Test("A fetch with no sort descriptor returns its rows in key order, however the server finds them")
     func unsortedFetchInKeyOrder() throws {
         let model = try Self.model()
