@@ -496,8 +496,21 @@ extension ManagedObjectContext {
         }
 
         /// Makes `object` no longer registered (its entry stays, marked dead).
+        ///
+        /// The slot the object holds, registered, is its registration whatever
+        /// its ID: that slot is cleared without a lookup (a save deleting many
+        /// fetched objects would otherwise enter them all in the table first). A
+        /// listed slot stays listed, dead, until the list is entered or swept,
+        /// which hand it out again once.
         func unregister(_ object: ManagedObject) {
-            guard let number = registeredNumber(of: object) else { return }
+            let number: UInt32
+            if let reference = object.registrySlot, reference.isIn(deaths), slot(reference.number, holds: object) {
+                number = reference.number
+            } else if let found = registeredNumber(of: object) {
+                number = found
+            } else {
+                return
+            }
             generation += 1
             let slot = slot(number)
             slot.pointee.isRegistered = false

@@ -356,6 +356,40 @@ struct ObjectRegistryTests {
         }
     }
 
+    @Test("A first fetch's objects deleted by a save leave their listed slots at once; each slot is handed out again once",
+          arguments: [false, true])
+    func deletedListedSlotsReused(lookUpFirst: Bool) throws {
+        try Self.withItems { context, entity in
+            try Self.saveItems(0..<5000, context, entity)
+            context.reset()
+            var fetched: [ManagedObject]? = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            let kept = Array(fetched?[2000...] ?? [])
+            let deletedIDs = fetched?[..<2000].map(\.objectID) ?? []
+            for item in fetched?[..<2000] ?? [] { context.delete(item) }
+            // Listed, unregistered by the save from the slots they hold (the table
+            // not built), or from the table when a lookup built it first.
+            if lookUpFirst { #expect(context.registeredObject(for: kept[0].objectID) === kept[0]) }
+            try context.save()
+            fetched = nil
+            for id in deletedIDs { #expect(context.registeredObject(for: id) == nil) }
+            // New objects take the freed slots; none may take a slot twice.
+            var held: [ManagedObject] = []
+            for batch in 0..<4 {
+                for n in 0..<1500 {
+                    let item = ManagedObject(entity: entity, insertInto: context)
+                    item.setValue(10_000 + batch * 1500 + n, forKey: "number")
+                    held.append(item)
+                }
+                try context.save()
+            }
+            let objects = context.registry.objects
+            #expect(objects.count == Set(objects.map(ObjectIdentifier.init)).count)
+            #expect(objects.count == kept.count + held.count)
+            for object in kept + held { #expect(context.registeredObject(for: object.objectID) === object) }
+            #expect(context.registry.slotsInUse <= 5000 + held.count)
+        }
+    }
+
     @Test("Many fetched and dropped objects: the table is swept and lookups stay exact")
     func sweep() throws {
         try Self.withItems { context, entity in
