@@ -329,6 +329,27 @@ struct ObjectRegistryTests {
         }
     }
 
+    /// Saves `batches` batches of `count` new items, held, then checks the registry:
+    /// every registered object once, exactly `kept` and the new items, each found
+    /// under its ID (no two objects given one slot). Returns the new items.
+    static func saveHeldItems(batches: Int, of count: Int, _ context: ManagedObjectContext, _ entity: EntityDescription,
+                              kept: [ManagedObject]) throws -> [ManagedObject] {
+        var held: [ManagedObject] = []
+        for batch in 0..<batches {
+            for n in 0..<count {
+                let item = ManagedObject(entity: entity, insertInto: context)
+                item.setValue(10_000 + batch * count + n, forKey: "number")
+                held.append(item)
+            }
+            try context.save()
+        }
+        let objects = context.registry.objects
+        #expect(objects.count == Set(objects.map(ObjectIdentifier.init)).count)
+        #expect(objects.count == kept.count + held.count)
+        for object in kept + held { #expect(context.registeredObject(for: object.objectID) === object) }
+        return held
+    }
+
     @Test("The slots of a first fetch's dropped objects are handed out again only once the list lets them go")
     func listedSlotsReused() throws {
         try Self.withItems { context, entity in
@@ -340,19 +361,7 @@ struct ObjectRegistryTests {
             #expect(fetched == nil)
             // New objects, kept alive, pass the sweep threshold: the sweep frees the
             // dropped objects' slots, and the objects made after it take them.
-            var held: [ManagedObject] = []
-            for batch in 0..<4 {
-                for n in 0..<3000 {
-                    let item = ManagedObject(entity: entity, insertInto: context)
-                    item.setValue(10_000 + batch * 3000 + n, forKey: "number")
-                    held.append(item)
-                }
-                try context.save()
-            }
-            let objects = context.registry.objects
-            #expect(objects.count == Set(objects.map(ObjectIdentifier.init)).count)
-            #expect(objects.count == kept.count + held.count)
-            for object in kept + held { #expect(context.registeredObject(for: object.objectID) === object) }
+            _ = try Self.saveHeldItems(batches: 4, of: 3000, context, entity, kept: kept)
         }
     }
 
@@ -373,19 +382,7 @@ struct ObjectRegistryTests {
             fetched = nil
             for id in deletedIDs { #expect(context.registeredObject(for: id) == nil) }
             // New objects take the freed slots; none may take a slot twice.
-            var held: [ManagedObject] = []
-            for batch in 0..<4 {
-                for n in 0..<1500 {
-                    let item = ManagedObject(entity: entity, insertInto: context)
-                    item.setValue(10_000 + batch * 1500 + n, forKey: "number")
-                    held.append(item)
-                }
-                try context.save()
-            }
-            let objects = context.registry.objects
-            #expect(objects.count == Set(objects.map(ObjectIdentifier.init)).count)
-            #expect(objects.count == kept.count + held.count)
-            for object in kept + held { #expect(context.registeredObject(for: object.objectID) === object) }
+            let held = try Self.saveHeldItems(batches: 4, of: 1500, context, entity, kept: kept)
             #expect(context.registry.slotsInUse <= 5000 + held.count)
         }
     }

@@ -51,6 +51,13 @@ struct PostgreSQLStoreTests {
 
     static func newSchema() -> String { "t_" + UUID().uuidString.prefix(8).lowercased() }
 
+    /// A private-queue context on `coordinator`.
+    static func context(on coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        return context
+    }
+
     /// Two servers on one new store: a context writing through the first
     /// coordinator, a context on the second that merges automatically, and a
     /// counter the first saved.
@@ -65,10 +72,8 @@ struct PostgreSQLStoreTests {
         let schema = newSchema()
         let (writer, writerStore) = try coordinator(model, schema: schema, options: options)
         let (reader, readerStore) = try coordinator(model, schema: schema, options: options)
-        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
-        writing.persistentStoreCoordinator = writer
-        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
-        reading.persistentStoreCoordinator = reader
+        let writing = Self.context(on: writer)
+        let reading = Self.context(on: reader)
         reading.automaticallyMergesChangesFromParent = true
         let counter = try writing.performAndWait {
             let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: writing)
@@ -93,8 +98,7 @@ struct PostgreSQLStoreTests {
             return
         }
         #expect(Set(hashes.keys) == ["Counter", "Item"])
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
+        let context = Self.context(on: coordinator)
         let token = UUID()
         let when = Date(timeIntervalSinceReferenceDate: 123_456.25)
         try context.performAndWait {
@@ -117,8 +121,7 @@ struct PostgreSQLStoreTests {
         // Another coordinator, as another server would: the same store, the same values.
         let (other, reopened) = try Self.coordinator(model, schema: schema)
         #expect(reopened.identifier == store.identifier)
-        let reader = ManagedObjectContext(concurrencyType: .privateQueue)
-        reader.persistentStoreCoordinator = other
+        let reader = Self.context(on: other)
         try reader.performAndWait {
             let items = try reader.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
             let item = try #require(items.first)
@@ -143,8 +146,7 @@ struct PostgreSQLStoreTests {
     func unreadableValueFailsTheFetch() throws {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
+        let context = Self.context(on: coordinator)
         try context.performAndWait {
             for index in 0..<3000 {
                 let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
@@ -278,10 +280,8 @@ struct PostgreSQLStoreTests {
         let schema = Self.newSchema()
         let (first, _) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
         let (second, _) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
-        let a = ManagedObjectContext(concurrencyType: .privateQueue)
-        a.persistentStoreCoordinator = first
-        let b = ManagedObjectContext(concurrencyType: .privateQueue)
-        b.persistentStoreCoordinator = second
+        let a = Self.context(on: first)
+        let b = Self.context(on: second)
         let id = try a.performAndWait {
             let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: a)
             counter.setValue("shared", forKey: "name")
@@ -413,8 +413,7 @@ struct PostgreSQLStoreTests {
         let schema = Self.newSchema()
         let (writer, _) = try Self.coordinator(model, schema: schema)
         let (reader, _) = try Self.coordinator(model, schema: schema)
-        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
-        writing.persistentStoreCoordinator = writer
+        let writing = Self.context(on: writer)
         let ids = try writing.performAndWait { () -> [ManagedObjectID] in
             let items = (0..<700).map { i -> ManagedObject in
                 let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: writing)
@@ -424,8 +423,7 @@ struct PostgreSQLStoreTests {
             try writing.save()
             return items.map(\.objectID)
         }
-        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
-        viewContext.persistentStoreCoordinator = reader
+        let viewContext = Self.context(on: reader)
         viewContext.automaticallyMergesChangesFromParent = true
         let held = try viewContext.performAndWait { try ids.map { try viewContext.existingObject(with: $0) } }
         // A count result: the server writes the announcements (650 keys: three payloads).
@@ -477,8 +475,7 @@ struct PostgreSQLStoreTests {
         let schema = Self.newSchema()
         let (writer, _) = try Self.coordinator(model, schema: schema)
         let (reader, _) = try Self.coordinator(model, schema: schema)
-        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
-        writing.persistentStoreCoordinator = writer
+        let writing = Self.context(on: writer)
         try writing.performAndWait {
             for i in 0..<400 {
                 let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: writing)
@@ -487,8 +484,7 @@ struct PostgreSQLStoreTests {
             }
             try writing.save()
         }
-        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
-        viewContext.persistentStoreCoordinator = reader
+        let viewContext = Self.context(on: reader)
         viewContext.automaticallyMergesChangesFromParent = true
         let held = try viewContext.performAndWait { try viewContext.fetch(FetchRequest<ManagedObject>(entityName: "Item")) }
         // A count result: the server announces the 360 updated rows (two payloads).
@@ -530,8 +526,7 @@ struct PostgreSQLStoreTests {
         let schema = Self.newSchema()
         let (writer, _) = try Self.coordinator(model, schema: schema)
         let (reader, _) = try Self.coordinator(model, schema: schema)
-        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
-        writing.persistentStoreCoordinator = writer
+        let writing = Self.context(on: writer)
         let count = 3_000
         let ids = try writing.performAndWait { () -> [ManagedObjectID] in
             let items = (0..<count).map { i -> ManagedObject in
@@ -543,8 +538,7 @@ struct PostgreSQLStoreTests {
             try writing.save()
             return items.map(\.objectID)
         }
-        let viewContext = ManagedObjectContext(concurrencyType: .privateQueue)
-        viewContext.persistentStoreCoordinator = reader
+        let viewContext = Self.context(on: reader)
         viewContext.automaticallyMergesChangesFromParent = true
         // Every item, in the order of `ids` (keys are allocated in insertion order).
         let all = FetchRequest<ManagedObject>(entityName: "Item")
@@ -572,8 +566,7 @@ struct PostgreSQLStoreTests {
         }
         #expect(merged)
         // The rows as stored: 1,500 left, each with its new label and version 2.
-        let check = ManagedObjectContext(concurrencyType: .privateQueue)
-        check.persistentStoreCoordinator = writer
+        let check = Self.context(on: writer)
         let rows = try check.performAndWait { () -> [RowSnapshot] in
             let store = try #require(writer.persistentStores.first)
             return try store.fetchRows(StoreFetch(entity: model.entitiesByName["Item"]!))
@@ -588,16 +581,14 @@ struct PostgreSQLStoreTests {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
         #expect(store.batchReadAheadRows == 2_000)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
+        let context = Self.context(on: coordinator)
         try context.performAndWait {
             for i in 0..<1_000 {
                 ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context).setValue(Int64(i), forKey: "small")
             }
             try context.save()
         }
-        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
-        reading.persistentStoreCoordinator = coordinator
+        let reading = Self.context(on: coordinator)
         try reading.performAndWait {
             let request = FetchRequest<ManagedObject>(entityName: "Item")
             request.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
@@ -647,8 +638,7 @@ struct PostgreSQLStoreTests {
             return items.map(\.objectID)
         }
         let pool = servers.readerStore.pool
-        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
-        reading.persistentStoreCoordinator = servers.reader
+        let reading = Self.context(on: servers.reader)
         let request = FetchRequest<ManagedObject>(entityName: "Item")
         request.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
         request.fetchBatchSize = 20
@@ -667,8 +657,7 @@ struct PostgreSQLStoreTests {
         #expect(label(30) == "changed elsewhere", "the rows read ahead before the change are not used")
         #expect(pool.readAheadCounts.taken == 0)
         // Items 60..<140 were sent ahead; a context on this coordinator changes item 100.
-        let local = ManagedObjectContext(concurrencyType: .privateQueue)
-        local.persistentStoreCoordinator = servers.reader
+        let local = Self.context(on: servers.reader)
         try local.performAndWait {
             try local.existingObject(with: ids[100]).setValue("changed here", forKey: "label")
             try local.save()
@@ -687,14 +676,12 @@ struct PostgreSQLStoreTests {
     func readAheadWithOneConnection() throws {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema(), options: [PostgreSQLStore.Option.poolSize: "1"])
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
+        let context = Self.context(on: coordinator)
         try context.performAndWait {
             for i in 0..<200 { ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context).setValue(Int64(i), forKey: "small") }
             try context.save()
         }
-        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
-        reading.persistentStoreCoordinator = coordinator
+        let reading = Self.context(on: coordinator)
         let request = FetchRequest<ManagedObject>(entityName: "Item")
         request.sortDescriptors = [CoreSortDescriptor(key: "small", ascending: true)]
         request.fetchBatchSize = 20
@@ -723,8 +710,7 @@ struct PostgreSQLStoreTests {
     func unsortedFetchInKeyOrder() throws {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
+        let context = Self.context(on: coordinator)
         try context.performAndWait {
             let items = (0..<300).map { i -> ManagedObject in
                 let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
@@ -741,8 +727,7 @@ struct PostgreSQLStoreTests {
             try session.query("SELECT Z_PK FROM ZITEM", []).map { $0.int64(0) }
         }
         #expect(stored != stored.sorted(), "the table's own order is not key order")
-        let reading = ManagedObjectContext(concurrencyType: .privateQueue)
-        reading.persistentStoreCoordinator = coordinator
+        let reading = Self.context(on: coordinator)
         try reading.performAndWait {
             for format in [nil, "ratio >= 0", "ratio >= 100 AND ratio < 200"] {
                 let request = FetchRequest<ManagedObject>(entityName: "Item")
@@ -761,8 +746,7 @@ struct PostgreSQLStoreTests {
         let schema = Self.newSchema()
         let (first, store) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
         let (second, _) = try Self.coordinator(model, schema: schema, options: [PostgreSQLStore.Option.remoteChanges: "0"])
-        let writing = ManagedObjectContext(concurrencyType: .privateQueue)
-        writing.persistentStoreCoordinator = first
+        let writing = Self.context(on: first)
         // Item i saved again min(i, versions - 1) times: `versions` read versions,
         // a statement per version at 3, one statement joining (key, version)
         // pairs at 6 (more than `versionsPerDelete`).
@@ -785,14 +769,12 @@ struct PostgreSQLStoreTests {
             }
         }
         #expect(Set(try storedVersions()).count == versions)
-        let deleting = ManagedObjectContext(concurrencyType: .privateQueue)
-        deleting.persistentStoreCoordinator = first
+        let deleting = Self.context(on: first)
         try deleting.performAndWait {
             for item in try deleting.fetch(FetchRequest<ManagedObject>(entityName: "Item")) { deleting.delete(item) }
         }
         // Another server changes one row the context read.
-        let other = ManagedObjectContext(concurrencyType: .privateQueue)
-        other.persistentStoreCoordinator = second
+        let other = Self.context(on: second)
         try other.performAndWait {
             try other.existingObject(with: ids[13]).setValue("elsewhere", forKey: "label")
             try other.save()
@@ -803,8 +785,7 @@ struct PostgreSQLStoreTests {
         }
         #expect(try storedVersions() == before, "the failed save deleted nothing")
         // Read again, every row is deleted.
-        let again = ManagedObjectContext(concurrencyType: .privateQueue)
-        again.persistentStoreCoordinator = first
+        let again = Self.context(on: first)
         try again.performAndWait {
             for item in try again.fetch(FetchRequest<ManagedObject>(entityName: "Item")) { again.delete(item) }
             try again.save()
@@ -816,8 +797,7 @@ struct PostgreSQLStoreTests {
     func dictionariesInSQL() throws {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
+        let context = Self.context(on: coordinator)
         try context.performAndWait {
             let counters = (0..<3).map { i -> ManagedObject in
                 let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context)
@@ -1005,8 +985,7 @@ struct PostgreSQLStoreTests {
         for (name, model) in models {
             let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
             try coordinator.addPersistentStore(type: .postgreSQL, at: try PostgreSQLTestServer.url(), options: PostgreSQLTestServer.storeOptions())
-            let context = ManagedObjectContext(concurrencyType: .privateQueue)
-            context.persistentStoreCoordinator = coordinator
+            let context = Self.context(on: coordinator)
             context.validatesOnSave = false   // one object each: required relationships stay empty
             let entities = model.entities.filter { !$0.isAbstract }
             let written = try context.performAndWait { () -> [String: [String: AttributeValue]] in
@@ -1081,8 +1060,7 @@ struct PostgreSQLStoreTests {
         let model = try Self.model()
         let schema = Self.newSchema()
         let (coordinator, store) = try Self.coordinator(model, schema: schema)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
+        let context = Self.context(on: coordinator)
         try context.performAndWait {
             for (name, value) in [("a", 7), ("b", 8)] {
                 let counter = ManagedObject(entity: model.entitiesByName["Counter"]!, insertInto: context)
