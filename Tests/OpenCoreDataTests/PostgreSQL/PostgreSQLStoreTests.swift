@@ -921,7 +921,9 @@ struct PostgreSQLStoreTests {
             var fetch = StoreFetch(entity: entity)
             fetch.includesSubentities = false
             let expected = try sqlite.fetchRows(fetch).sorted { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
-            let moved = try target.fetchRows(fetch).sorted { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
+            // With no sort descriptor the store returns the rows in key order itself.
+            let moved = try target.fetchRows(fetch)
+            #expect(moved.map(\.objectID.primaryKey) == moved.map(\.objectID.primaryKey).sorted { ($0 ?? 0) < ($1 ?? 0) }, "\(entity.name)")
             #expect(moved.count == expected.count, "\(entity.name)")
             for (row, original) in zip(moved, expected) {
                 #expect(row.objectID == original.objectID)
@@ -935,6 +937,24 @@ struct PostgreSQLStoreTests {
                         #expect(row.values[index] == original.values[index], "\(entity.name).\(property.name)")
                     }
                 }
+            }
+            // A batched fetch read in order (windows read ahead) gives every row, in
+            // key order, with the same values.
+            let context = Self.context(on: coordinator)
+            try context.performAndWait {
+                let request = FetchRequest<ManagedObject>(entity: entity)
+                request.includesSubentities = false
+                request.fetchBatchSize = 20
+                let batched = try context.fetchInBatches(request)
+                #expect(batched.objectIDs == moved.map(\.objectID), "\(entity.name)")
+                for (object, row) in zip(batched, moved) {
+                    for (index, property) in entity.allProperties.enumerated() where property is AttributeDescription && !property.isTransient {
+                        #expect(object.attributeValue(forKey: property.name) == row.values[index].attributeValue, "\(entity.name).\(property.name)")
+                    }
+                }
+            }
+            if moved.count > 60 {
+                #expect(try #require(target as? PostgreSQLStore).pool.readAheadCounts.sent > 0, "\(entity.name): read ahead")
             }
             // Every to-many relationship read for all sources in one statement gives
             // each source's destinations, in order, as reading them one by one does.
