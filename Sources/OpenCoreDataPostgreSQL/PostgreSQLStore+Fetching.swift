@@ -47,15 +47,41 @@ extension PostgreSQLStore {
             var keys: [(key: Int64, scope: ManagedObjectID.Scope)] = []
             // The scope looked up once per run of rows of one entity.
             var last = (entity: fetch.entity, scope: idScopes.scope(for: fetch.entity))
-            for row in try session.query(statement.sql, statement.arguments) {
-                let cells = row.makeRandomAccess()
+            func append<Cells: IteratorProtocol<PostgresCell>>(_ cells: inout Cells) {
+                guard let key = cells.next() else { return }
                 if selectsEntity {
-                    guard let found = self.entity(forNumber: Int(PostgreSQLValues.int64(cells[1]))) else { continue }
+                    guard let number = cells.next(), let found = self.entity(forNumber: Int(PostgreSQLValues.int64(number))) else { return }
                     if found !== last.entity { last = (found, idScopes.scope(for: found)) }
                 }
-                keys.append((PostgreSQLValues.int64(cells[0]), last.scope))
+                keys.append((PostgreSQLValues.int64(key), last.scope))
             }
-            if sortsKeys { keys.sort { $0.key < $1.key } }
+            if sortsKeys {
+                // In no order: every key in one array (one message, not one a row).
+                let columns = selectsEntity ? ["s.Z_PK", "s.Z_ENT"] : ["s.Z_PK"]
+                let packed = "SELECT " + PostgreSQLPackedRows.aggregates(columns) + " FROM (" + statement.sql + ") s"
+                try packedOrPlain(session) {
+                    for row in try session.query(packed, statement.arguments) {
+                        var rows = try PostgreSQLPackedRows(row)
+                        keys.reserveCapacity(rows.count)
+                        while var cells = rows.next() {
+                            append(&cells)
+                            if cells.isMalformed { throw PostgreSQLPackedRows.malformed("row") }
+                        }
+                    }
+                } plain: {
+                    keys = []
+                    for row in try session.query(statement.sql, statement.arguments) {
+                        var cells = row.makeIterator()
+                        append(&cells)
+                    }
+                }
+                keys.sort { $0.key < $1.key }
+            } else {
+                for row in try session.query(statement.sql, statement.arguments) {
+                    var cells = row.makeIterator()
+                    append(&cells)
+                }
+            }
             return keys.map { RowSnapshot(objectID: ManagedObjectID(scope: $0.scope, primaryKey: $0.key), version: 0, values: []) }
         }
     }
@@ -94,6 +120,20 @@ extension PostgreSQLStore {
         return try reading(action, in: snapshot) { session in
             var reader = PostgreSQLRowReader(store: self, columns: read.columns, entityNumber: read.entityNumber)
             return try reader.snapshots(session, sql: read.sql, bindings: read.bindings())
+        }
+    }
+
+    /// Runs `packed`, a statement answering with its rows packed in arrays
+    /// (``PostgreSQLPackedRows``); when they are too large for one value, runs
+    /// `plain` instead, the statement answering with a row each.
+    func packedOrPlain<T>(_ session: PostgreSQLSession, _ packed: () throws -> T, plain: () throws -> T) throws -> T {
+        do {
+            return try packed()
+        } catch where PostgreSQLPackedRows.isTooLarge(error) {
+            // A query generation's transaction goes on from before the failed
+            // statement (the savepoint `reading` set).
+            if session.holdsSnapshot { try session.execute("ROLLBACK TO SAVEPOINT ocd_read") }
+            return try plain()
         }
     }
 

@@ -192,24 +192,35 @@ extension ManagedObjectContext {
     /// Finds the position of each row read for a batch among the batch's IDs (the
     /// whole ID: an entity kept in two stores has the same keys in both).
     ///
-    /// The SQLite store returns a batch's rows in the order of its IDs, other stores
-    /// in any order: a small batch is searched forward from the last match (one
-    /// comparison a row when the orders agree, a batch's length at worst), a large
-    /// one through a dictionary. A dictionary for every batch of 20 cost more than
-    /// the batch's hashing elsewhere.
+    /// The stores return a batch's rows in the order of its IDs, or close to it
+    /// (SQLite in their order, PostgreSQL in key order), but may return them in
+    /// any order. Each row is first compared with the ID after the last match
+    /// (one comparison a row when the orders agree); when that is not it, a
+    /// small batch is searched forward from there (a batch's length at worst),
+    /// a large one through a dictionary made once, at its first such row.
     private struct BatchPositions {
         let ids: [ManagedObjectID]
-        let dictionary: [ManagedObjectID: Int]?
+        var dictionary: [ManagedObjectID: Int]?
         var next = 0
 
         init(_ ids: [ManagedObjectID]) {
             self.ids = ids
-            dictionary = ids.count > 64 ? Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first }) : nil
         }
 
         mutating func position(of id: ManagedObjectID) -> Int? {
-            if let dictionary { return dictionary[id] }
             guard !ids.isEmpty else { return nil }
+            if next < ids.count, ids[next] == id {
+                next += 1
+                return next - 1
+            }
+            if ids.count > 64 {
+                if dictionary == nil {
+                    dictionary = Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+                }
+                guard let position = dictionary?[id] else { return nil }
+                next = position + 1
+                return position
+            }
             for step in 0..<ids.count {
                 let position = (next + step) % ids.count
                 if ids[position] == id {

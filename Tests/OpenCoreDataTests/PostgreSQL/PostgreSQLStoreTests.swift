@@ -658,10 +658,14 @@ struct PostgreSQLStoreTests {
         #expect(pool.readAheadCounts.taken == 0)
         // Items 60..<140 were sent ahead; a context on this coordinator changes item 100.
         let local = Self.context(on: servers.reader)
+        let beforeSave = pool.readAheadCounts.changes
         try local.performAndWait {
             try local.existingObject(with: ids[100]).setValue("changed here", forKey: "label")
             try local.save()
         }
+        // Counted twice: the save's transaction, then its own announcement,
+        // which must not arrive after the last read is sent ahead.
+        #expect(Self.wait(upTo: 30) { pool.readAheadCounts.changes >= beforeSave + 2 }, "the save is announced")
         #expect(label(60) == "item 60")
         #expect(label(100) == "changed here")
         #expect(pool.readAheadCounts.taken == 0)
@@ -706,7 +710,7 @@ struct PostgreSQLStoreTests {
         #expect(PostgreSQLRemoteChanges.commaSeparated(keys[...]) == keys.map(String.init).joined(separator: ","))
     }
 
-    @Test("A fetch with no sort descriptor returns its rows in key order, however the server finds them")
+    @Test("A fetch with no sort descriptor returns its rows (or IDs, or a batched fetch's IDs) in key order, however the server finds them")
     func unsortedFetchInKeyOrder() throws {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
@@ -735,8 +739,33 @@ struct PostgreSQLStoreTests {
                 let keys = try reading.fetch(request).compactMap(\.objectID.primaryKey)
                 #expect(keys == keys.sorted(), "\(format ?? "every row")")
                 #expect(keys.count == (format == nil || format == "ratio >= 0" ? 300 : 100))
+                // The IDs alone come packed in one array: the same keys, in the same order.
+                let idRequest = FetchRequest<ManagedObjectID>(entityName: "Item")
+                idRequest.predicate = request.predicate
+                #expect(try reading.fetch(idRequest).compactMap(\.primaryKey) == keys)
+                request.fetchBatchSize = 20
+                #expect(try reading.fetchInBatches(request).objectIDs.compactMap(\.primaryKey) == keys)
             }
+            let none = FetchRequest<ManagedObjectID>(entityName: "Item")
+            none.predicate = try CorePredicate(format: "ratio < 0")
+            #expect(try reading.fetch(none).isEmpty)
         }
+    }
+
+    @Test("Packed rows read back what the server's arrays hold: keys, text, NULLs and every element type a key column has")
+    func packedRowsFromTheServer() throws {
+        let (_, store) = try Self.coordinator(try Self.model(), schema: Self.newSchema())
+        let sql = "SELECT " + PostgreSQLPackedRows.aggregates(["v.k", "v.e", "v.t"])
+            + " FROM (VALUES (1::int8, 3::int4, 'one'::text), (NULL, 4, NULL), (-9223372036854775808, NULL, ''), (42, 5, 'vier zwei')) v(k, e, t)"
+        let rows = try store.withSession("reading packed rows") { session in
+            try session.query(sql).map { row in try PostgreSQLPackedRowsTests.read(Array(row)) }
+        }
+        #expect(rows == [[["1", "3", "one"], [nil, "4", nil], ["-9223372036854775808", nil, ""], ["42", "5", "vier zwei"]]])
+        let empty = try store.withSession("reading packed rows") { session in
+            try session.query("SELECT " + PostgreSQLPackedRows.aggregates(["v.k"]) + " FROM (VALUES (1::int8)) v(k) WHERE false")
+                .map { row in try PostgreSQLPackedRowsTests.read(Array(row)) }
+        }
+        #expect(empty == [[]])
     }
 
     @Test("Deleting rows read at several versions checks each row's version: a row changed elsewhere fails the save with 133020 and deletes nothing",
