@@ -121,6 +121,9 @@ public final class PostgreSQLStore: PersistentStore {
     let reservedPrimaryKeys = Lock<[Int: Range<Int64>]>([:])
     /// The localized sort collations already created in the schema.
     let collations = Lock<Set<String>>([])
+    /// A test hook: packed statements (``PostgreSQLPackedRows``) fail as rows too
+    /// large for one array do, so that the plain statement runs instead.
+    let packedRowsFailForTesting = Lock(false)
     /// This store's saves announced, other coordinators' heard.
     let remoteChanges: PostgreSQLRemoteChanges
     /// The persistent history the store records (nil: not tracking history).

@@ -752,6 +752,45 @@ struct PostgreSQLStoreTests {
         }
     }
 
+    @Test("IDs too many for one array (the server refuses it with 54000) are read as rows: the same keys, in a query generation too")
+    func packedIDsFallBackToRows() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
+        let context = Self.context(on: coordinator)
+        let request = FetchRequest<ManagedObjectID>(entityName: "Item")
+        request.predicate = try CorePredicate(format: "ratio >= 10")
+        let packed = try context.performAndWait {
+            for i in 0..<50 { ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context).setValue(Double(i), forKey: "ratio") }
+            try context.save()
+            return try context.fetch(request).compactMap(\.primaryKey)
+        }
+        #expect(packed.count == 40 && packed == packed.sorted())
+        let pinned = Self.context(on: coordinator)
+        // Pinned at its first read.
+        let pinnedFirst = try pinned.performAndWait { () throws -> Int in
+            try pinned.setQueryGenerationFrom(.current)
+            return try pinned.fetch(request).count
+        }
+        #expect(pinnedFirst == 40)
+        store.packedRowsFailForTesting.withLock { $0 = true }
+        defer { store.packedRowsFailForTesting.withLock { $0 = false } }
+        let (refused, afterSave) = try context.performAndWait { () throws -> ([Int64], Int) in
+            let refused = try context.fetch(request).compactMap(\.primaryKey)
+            // A row the pinned context must not see.
+            ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context).setValue(99.0, forKey: "ratio")
+            try context.save()
+            return (refused, try context.fetch(request).count)
+        }
+        #expect(refused == packed)
+        #expect(afterSave == 41)
+        // The refused statement is undone inside the generation's transaction, which goes on.
+        let (pinnedKeys, pinnedCount) = try pinned.performAndWait { () throws -> ([Int64], Int) in
+            (try pinned.fetch(request).compactMap(\.primaryKey), try pinned.count(for: FetchRequest<ManagedObject>(entityName: "Item")))
+        }
+        #expect(pinnedKeys == packed)
+        #expect(pinnedCount == 50)
+    }
+
     @Test("Packed rows read back what the server's arrays hold: keys, text, NULLs and every element type a key column has")
     func packedRowsFromTheServer() throws {
         let (_, store) = try Self.coordinator(try Self.model(), schema: Self.newSchema())
