@@ -55,6 +55,12 @@ extension PostgreSQLStore {
                 }
                 keys.append((PostgreSQLValues.int64(key), last.scope))
             }
+            func appendRows(_ sql: String) throws {
+                for row in try session.query(sql, statement.arguments) {
+                    var cells = row.makeIterator()
+                    append(&cells)
+                }
+            }
             if sortsKeys {
                 // In no order: every key in one array (one message, not one a row).
                 let columns = selectsEntity ? ["s.Z_PK", "s.Z_ENT"] : ["s.Z_PK"]
@@ -67,22 +73,18 @@ extension PostgreSQLStore {
                         keys.reserveCapacity(rows.count)
                         while var cells = rows.next() {
                             append(&cells)
+                            // Every column read, so the next row starts at its own cells.
+                            cells.finish()
                             if cells.isMalformed { throw PostgreSQLPackedRows.malformed("row") }
                         }
                     }
                 } plain: {
                     keys = []
-                    for row in try session.query(statement.sql, statement.arguments) {
-                        var cells = row.makeIterator()
-                        append(&cells)
-                    }
+                    try appendRows(statement.sql)
                 }
                 keys.sort { $0.key < $1.key }
             } else {
-                for row in try session.query(statement.sql, statement.arguments) {
-                    var cells = row.makeIterator()
-                    append(&cells)
-                }
+                try appendRows(statement.sql)
             }
             return keys.map { RowSnapshot(objectID: ManagedObjectID(scope: $0.scope, primaryKey: $0.key), version: 0, values: []) }
         }

@@ -66,6 +66,20 @@ import Testing
         let names = Self.array([ByteBuffer(string: "seven"), nil, ByteBuffer(string: "")], type: .text)
         let rows = try Self.read([Self.cell(keys, type: .int8Array), Self.cell(names, type: .textArray)])
         #expect(rows == [["7", "seven"], ["-3", nil], [nil, ""]])
+        // A reader taking only the first cell of a row, then finishing the row,
+        // still meets the next row's own cells.
+        var packed = try PostgreSQLPackedRows([Self.cell(names, type: .textArray), Self.cell(keys, type: .int8Array)])
+        var read: [[String?]] = []
+        while var row = packed.next() {
+            let name = row.next().flatMap { $0.bytes.map { String(buffer: $0) } }
+            if read.count == 1, let key = row.next() {
+                read.append([name, key.bytes.map { String(PostgreSQLValues.int64(PostgresCell(bytes: $0, dataType: .int8, format: .binary, columnName: "", columnIndex: 0))) }])
+            } else {
+                read.append([name])
+            }
+            row.finish()
+        }
+        #expect(read == [["seven"], [nil, "-3"], [""]])
     }
 
     @Test("No matching row: every aggregate is NULL (or an empty array), and there is no row")
