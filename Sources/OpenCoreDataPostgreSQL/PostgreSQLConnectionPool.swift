@@ -44,7 +44,13 @@ final class PostgreSQLConnectionPool: Sendable {
             return state.connections
         }
         for connection in connections { PostgreSQLConnectionPool.close(connection) }
-        for statement in readAhead.withLock({ $0.pending }) { PostgreSQLConnectionPool.close(statement.connection) }
+        // Connections holding places of the pool: their places are given back
+        // (a semaphore must not go away below its initial value).
+        let held = readAhead.withLock { $0.pending.map(\.connection) } + cursors.withLock { $0.idle.map(\.connection) }
+        for connection in held {
+            PostgreSQLConnectionPool.close(connection)
+            available.signal()
+        }
     }
 
     /// Closes `connection` without waiting (a store may go away on any thread, an
@@ -65,8 +71,18 @@ final class PostgreSQLConnectionPool: Sendable {
             available.wait()
         }
         defer { available.signal() }
-        let connection = try idle.withLock { $0.connections.popLast() } ?? open()
+        let connection = try takeIdle() ?? open()
         return try use(PostgreSQLSession(connection: connection, logger: logger, pool: self), body)
+    }
+
+    /// An idle connection still open (those the server closed meanwhile, an
+    /// idle-session timeout or a restart, are dropped).
+    private func takeIdle() -> PostgresConnection? {
+        while let connection = idle.withLock({ $0.connections.popLast() }) {
+            if !connection.isClosed { return connection }
+            PostgreSQLConnectionPool.close(connection)
+        }
+        return nil
     }
 
     /// Runs `body` with a session whose connection holds one of the pool's
@@ -129,7 +145,7 @@ final class PostgreSQLConnectionPool: Sendable {
         }
         if let oldest { finish(oldest) }
         guard available.wait(timeout: .now()) == .success else { return }
-        guard let connection = idle.withLock({ $0.connections.popLast() }) ?? (try? open()) else {
+        guard let connection = takeIdle() ?? (try? open()) else {
             available.signal()
             return
         }
@@ -179,13 +195,19 @@ final class PostgreSQLConnectionPool: Sendable {
         readAhead.withLock { $0.changeCount += 1 }
     }
 
-    /// Ends the statements read ahead: their rows are read and dropped.
+    /// Ends the statements read ahead, and the cursors: their rows are read and
+    /// dropped.
     func endReadAhead() {
         let taken = readAhead.withLock { state -> [ReadAhead] in
             defer { state.pending = [] }
             return state.pending
         }
         for statement in taken { finish(statement) }
+        let cursors = cursors.withLock { state -> [PostgreSQLRowCursor] in
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for cursor in cursors { finish(cursor) }
     }
 
     /// Waits for a statement read ahead to end, drops its rows, and gives its
@@ -194,6 +216,141 @@ final class PostgreSQLConnectionPool: Sendable {
         defer { available.signal() }
         _ = try? use(PostgreSQLSession(connection: statement.connection, logger: logger)) { session in
             try session.forEachRow(of: statement.handoff) { _ in }
+        }
+    }
+
+    // MARK: Cursors
+
+    /// The cursors not in use by a read, the number of the next one, and the
+    /// cursors declared and the reads they served so far (for tests).
+    private let cursors = Lock<(idle: [PostgreSQLRowCursor], next: Int, declared: Int, served: Int, ended: Int)>(([], 1, 0, 0, 0))
+
+    /// The cursors declared so far, the reads they served, and the cursors
+    /// ended (for tests).
+    var cursorCounts: (declared: Int, served: Int, ended: Int) {
+        cursors.withLock { ($0.declared, $0.served, $0.ended) }
+    }
+
+    /// The most cursors open at once: the batched fetch read last.
+    static let cursorLimit = 1
+
+    /// Declares a ``PostgreSQLRowCursor`` over `sql` (the full rows of a batched
+    /// fetch of `entity` in key order) on a connection of the pool, and returns
+    /// its number at once; nil when the pool cannot spare a connection (it has
+    /// one only, or every one is in use). The cursor declared before it is
+    /// ended (``cursorLimit``).
+    func declareCursor(entity: EntityDescription, sql: String, bindings: PostgresBindings,
+                       columns: [SQLFetchColumn], entityNumber: Int?, fetchSize: Int) -> Int? {
+        guard size > 1 else { return nil }
+        let older = cursors.withLock { state -> [PostgreSQLRowCursor] in
+            let extra = max(0, state.idle.count - (Self.cursorLimit - 1))
+            defer { state.idle.removeFirst(extra) }
+            return Array(state.idle.prefix(extra))
+        }
+        for cursor in older { finish(cursor) }
+        // Read before the cursor is declared: a change counted after it may
+        // predate the cursor's snapshot, never the other way round.
+        let changeCount = readAhead.withLock { $0.changeCount }
+        guard available.wait(timeout: .now()) == .success else { return nil }
+        guard let connection = takeIdle() ?? (try? open()) else {
+            available.signal()
+            return nil
+        }
+        let number = cursors.withLock { state -> Int in
+            defer { state.next += 1 }
+            return state.next
+        }
+        let cursor = PostgreSQLRowCursor(number: number, entity: entity, sql: sql, bindings: bindings, columns: columns,
+                                         entityNumber: entityNumber, connection: connection, logger: logger,
+                                         changeCount: changeCount, fetchSize: fetchSize)
+        cursors.withLock { state in
+            state.idle.append(cursor)
+            state.declared += 1
+        }
+        return number
+    }
+
+    /// Gives cursor `number` the keys of its fetch, in order, once they are read.
+    func setCursorKeys(_ number: Int, _ keys: [Int64]) {
+        cursors.withLock { state in
+            if let index = state.idle.firstIndex(where: { $0.number == number }) { state.idle[index].keys = keys }
+        }
+    }
+
+    /// Ends cursor `number` (its fetch's IDs could not be read).
+    func endCursor(_ number: Int) {
+        let ended = cursors.withLock { state -> PostgreSQLRowCursor? in
+            guard let index = state.idle.firstIndex(where: { $0.number == number }) else { return nil }
+            return state.idle.remove(at: index)
+        }
+        if let ended { finish(ended) }
+    }
+
+    /// Whether a cursor of `entity` would serve a read of `keys` now (see
+    /// ``PostgreSQLRowCursor/serves(_:changeCount:)``).
+    func cursorServes(_ entity: EntityDescription, keys: [Int64]) -> Bool {
+        let changeCount = readAhead.withLock { $0.changeCount }
+        return cursors.withLock { state in
+            state.idle.contains { $0.entity === entity && $0.serves(keys, changeCount: changeCount) }
+        }
+    }
+
+    /// Runs `body` with a cursor of `entity` that serves a read of `keys` (see
+    /// ``PostgreSQLRowCursor/serves(_:changeCount:)``); nil when none does, or
+    /// when the cursor failed (it is then ended, and the caller reads by key).
+    /// Cursors declared before the last change counted, and the cursor of
+    /// `entity` the read jumps ahead in, are ended.
+    func withCursor<T>(of entity: EntityDescription, keys: [Int64], _ body: (inout PostgreSQLRowCursor) throws -> T) -> T? {
+        let changeCount = readAhead.withLock { $0.changeCount }
+        let (found, stale) = cursors.withLock { state -> (PostgreSQLRowCursor?, [PostgreSQLRowCursor]) in
+            func isStale(_ cursor: PostgreSQLRowCursor) -> Bool {
+                cursor.changeCount != changeCount || (cursor.entity === entity && cursor.isPassed(by: keys))
+            }
+            let stale = state.idle.filter(isStale)
+            state.idle.removeAll(where: isStale)
+            guard let index = state.idle.firstIndex(where: { $0.entity === entity && $0.serves(keys, changeCount: changeCount) }) else {
+                return (nil, stale)
+            }
+            return (state.idle.remove(at: index), stale)
+        }
+        for cursor in stale { finish(cursor) }
+        guard var cursor = found else { return nil }
+        let result: T
+        do {
+            result = try body(&cursor)
+        } catch {
+            finish(cursor)
+            return nil
+        }
+        if cursor.isUsedUp {
+            finish(cursor)
+        } else {
+            let surplus = cursors.withLock { state -> [PostgreSQLRowCursor] in
+                state.idle.append(cursor)
+                // Another fetch declared one meanwhile: the newest stay.
+                let extra = max(0, state.idle.count - Self.cursorLimit)
+                defer { state.idle.removeFirst(extra) }
+                return Array(state.idle.prefix(extra))
+            }
+            for cursor in surplus { finish(cursor) }
+        }
+        cursors.withLock { $0.served += 1 }
+        return result
+    }
+
+    /// Ends a cursor's transaction and gives its connection back, without
+    /// waiting: the `ROLLBACK` runs after the `FETCH`es still running (whose rows
+    /// are dropped), and the connection is closed instead when it fails (the
+    /// server ended the idle transaction, say).
+    private func finish(_ cursor: PostgreSQLRowCursor) {
+        cursors.withLock { $0.ended += 1 }
+        let connection = cursor.connection
+        PostgreSQLSession.send(PostgresQuery(unsafeSQL: "ROLLBACK"), on: connection, logger: logger).whenComplete { result in
+            switch result {
+            case .success: self.idle.withLock { $0.connections.append(connection) }
+            case .failure: PostgreSQLConnectionPool.close(connection)
+            }
+            self.available.signal()
         }
     }
 
@@ -276,9 +433,29 @@ final class PostgreSQLSession {
     func start(numbered sql: String, bindings: PostgresBindings) -> PostgreSQLRowHandoff {
         let handoff = PostgreSQLRowHandoff()
         let query = PostgresQuery(unsafeSQL: sql, binds: bindings)
-        connection.query(query, logger: logger) { row in try handoff.deliver(row) }
+        Self.send(query, on: connection, logger: logger) { row in try handoff.deliver(row) }
             .whenComplete { handoff.finish($0.map { _ in }) }
         return handoff
+    }
+
+    /// Sends `query` on `connection` from the connection's event loop, failing at
+    /// once when the connection is closed. postgres-nio drops a statement written
+    /// to a closed connection without ever answering it, and the check does not
+    /// race the connection's closing only on its event loop.
+    static func send(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger,
+                     onRow: @escaping @Sendable (PostgresRow) throws -> Void) -> EventLoopFuture<PostgresQueryMetadata> {
+        connection.eventLoop.flatSubmit {
+            guard !connection.isClosed else { return connection.eventLoop.makeFailedFuture(PostgreSQLConnectionClosed()) }
+            return connection.query(query, logger: logger, onRow)
+        }
+    }
+
+    /// ``send(_:on:logger:onRow:)`` with the rows collected.
+    static func send(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
+        connection.eventLoop.flatSubmit {
+            guard !connection.isClosed else { return connection.eventLoop.makeFailedFuture(PostgreSQLConnectionClosed()) }
+            return connection.query(query, logger: logger)
+        }
     }
 
     /// Calls `body` on this thread with the rows of a statement this session
@@ -311,7 +488,7 @@ final class PostgreSQLSession {
     }
 
     private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        try failing { try connection.query(query, logger: logger).wait() }
+        try failing { try Self.send(query, on: connection, logger: logger).wait() }
     }
 
     /// Runs `body`, marking the session broken when it fails other than by the
@@ -344,6 +521,11 @@ final class PostgreSQLSession {
             throw error
         }
     }
+}
+
+/// The connection closed before a statement could be sent on it.
+struct PostgreSQLConnectionClosed: Error, CustomStringConvertible {
+    var description: String { "the connection to the server is closed" }
 }
 
 /// Numbering of `?` placeholders (`$1`, `$2`...), as PostgreSQL wants them; the

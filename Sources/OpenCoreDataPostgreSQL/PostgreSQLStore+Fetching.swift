@@ -14,7 +14,7 @@ extension PostgreSQLStore {
         if !fetch.includesPropertyValues { return try fetchObjectIDRows(fetch, in: snapshot) }
         // With no order asked for, the rows come in the order the server finds
         // them (no sort before the first row) and are put in key order here.
-        let statement = try translator.selectStatement(for: fetch, keyOrderByCaller: true)
+        let statement = try translator.selectStatement(for: fetch, keyOrderByCaller: true, selectsKnownEntity: false)
         var rows = try reading("fetching \(fetch.entity.name)", in: snapshot) { session in
             try prepareCollations(statement.collations, session)
             var reader = PostgreSQLRowReader(store: self, columns: statement.columns, entityNumber: statement.entityNumber)
@@ -42,6 +42,11 @@ extension PostgreSQLStore {
     /// The IDs of a fetch's rows, with no values (version 0).
     private func fetchObjectIDRows(_ fetch: StoreFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot] {
         let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
+        // Rows to be read in batches, in key order: declared first, so that the
+        // server finds them while it finds the keys.
+        let cursor = fetch.fetchBatchSize > 0 && sortsKeys && snapshot == nil ? declareCursor(for: fetch) : nil
+        var cursorKeys = false
+        defer { if let cursor, !cursorKeys { pool.endCursor(cursor) } }
         return try reading("fetching \(fetch.entity.name) IDs", in: snapshot) { session in
             try prepareCollations(statement.collations, session)
             var keys: [(key: Int64, scope: ManagedObjectID.Scope)] = []
@@ -83,6 +88,10 @@ extension PostgreSQLStore {
                     try appendRows(statement.sql)
                 }
                 keys.sort { $0.key < $1.key }
+                if let cursor {
+                    pool.setCursorKeys(cursor, keys.map(\.key))
+                    cursorKeys = true
+                }
             } else {
                 try appendRows(statement.sql)
             }
@@ -107,7 +116,53 @@ extension PostgreSQLStore {
         try rows(for: objectIDs, of: entity, in: nil)
     }
 
+    /// Declares the cursor of a batched fetch's rows (see ``PostgreSQLRowCursor``):
+    /// the fetch's full rows in key order. Nil when the pool cannot spare a
+    /// connection, or the statement sorts with a collation it would create first.
+    private func declareCursor(for fetch: StoreFetch) -> Int? {
+        guard let statement = try? translator.selectStatement(for: fetch, keyOrderByCaller: true, selectsKnownEntity: false),
+              statement.sortsKeys, statement.collations.isEmpty else { return nil }
+        var sql = PostgreSQLPlaceholders.numbered(statement.sql)
+        if let condition = cursorConditionForTesting.withLock({ $0 }) { sql = "SELECT * FROM (\(sql)) t0 WHERE \(condition)" }
+        return pool.declareCursor(entity: fetch.entity, sql: sql + " ORDER BY t0.Z_PK",
+                                  bindings: PostgreSQLValues.bindings(statement.arguments), columns: statement.columns,
+                                  entityNumber: statement.entityNumber,
+                                  fetchSize: cursorFetchRowsForTesting.withLock { $0 } ?? batchReadAheadRows)
+    }
+
     func rows(for objectIDs: [ManagedObjectID], of entity: EntityDescription, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot]? {
+        if snapshot == nil, let rows = try cursorRows(for: objectIDs, of: entity) { return rows }
+        return try keyedRows(for: objectIDs, of: entity, in: snapshot)
+    }
+
+    /// The rows of `objectIDs` (in key order) from the cursor of their batched
+    /// fetch, those it has no row for read by key; nil when no cursor serves
+    /// the read (see ``PostgreSQLRowCursor``).
+    private func cursorRows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) throws -> [RowSnapshot]? {
+        var keys: [Int64] = []
+        keys.reserveCapacity(objectIDs.count)
+        for id in objectIDs {
+            guard let key = id.primaryKey, key > keys.last ?? .min else { return nil }
+            keys.append(key)
+        }
+        let taken = pool.withCursor(of: entity, keys: keys) { cursor -> [RowSnapshot?] in
+            var reader = PostgreSQLRowReader(store: self, columns: cursor.columns, entityNumber: cursor.entityNumber)
+            return try cursor.take(keys) { row in try reader.snapshot(row) }
+        }
+        guard let taken else { return nil }
+        var rows: [RowSnapshot] = []
+        rows.reserveCapacity(taken.count)
+        var missing: [ManagedObjectID] = []
+        for (index, row) in taken.enumerated() {
+            if let row { rows.append(row) } else { missing.append(objectIDs[index]) }
+        }
+        if !missing.isEmpty, let more = try keyedRows(for: missing, of: entity, in: nil) { rows += more }
+        return rows
+    }
+
+    /// The rows of `objectIDs` read by key: one statement read ahead, when
+    /// there is one, else a statement now.
+    private func keyedRows(for objectIDs: [ManagedObjectID], of entity: EntityDescription, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot]? {
         guard let read = try rowsStatement(for: objectIDs, of: entity) else { return [] }
         let action = "reading \(read.keys.count) \(entity.name) rows"
         if snapshot == nil {
@@ -145,6 +200,8 @@ extension PostgreSQLStore {
     /// next read of the same rows (the next window of a batched fetch read in
     /// order) takes them, the server having found them meanwhile.
     public func prepareRows(for objectIDs: [ManagedObjectID], of entity: EntityDescription) {
+        // The cursor of their fetch reads them ahead already.
+        if pool.cursorServes(entity, keys: objectIDs.compactMap(\.primaryKey)) { return }
         guard let read = try? rowsStatement(for: objectIDs, of: entity) else { return }
         pool.startReadAhead(numbered: read.sql, keys: read.keys, bindings: read.bindings())
     }
@@ -159,7 +216,7 @@ extension PostgreSQLStore {
         fetch.includesSubentities = true
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         let entityColumn = translator.entityColumn(for: fetch, restricted: false)
-        var sql = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
+        var sql = entityColumn.number == nil ? "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT" : "SELECT t0.Z_PK, t0.Z_OPT"
         for column in columns { sql += ", t0." + SQLiteIdentifier.quoted(column.columnName) }
         sql += " FROM " + SQLiteIdentifier.quoted(table) + " t0 WHERE t0.Z_PK = ANY($1::int8[])"
         let bindings = {
@@ -226,7 +283,7 @@ extension PostgreSQLStore {
         let columns = try translator.selectedColumns(for: fetch, properties: nil)
         let entityColumn = translator.entityColumn(for: fetch, restricted: false)
         let q = SQLiteIdentifier.quoted
-        var select = "SELECT t0.Z_PK, \(entityColumn.sql), t0.Z_OPT"
+        var select = entityColumn.number == nil ? "SELECT t0.Z_PK, t0.Z_ENT, t0.Z_OPT" : "SELECT t0.Z_PK, t0.Z_OPT"
         for column in columns { select += ", t0." + q(column.columnName) }
         let keyColumn = 3 + columns.count
         for group in groups {
@@ -363,10 +420,16 @@ extension PostgreSQLStore {
 /// row's concrete entity, to-many relationships left as faults. What each column
 /// feeds is worked out once per entity; a row's cells are then read once, in
 /// order, each decoded straight into its property's slot.
+///
+/// When every row is of one entity (`entityNumber`), the statements leave
+/// `Z_ENT` out (`Z_PK, Z_OPT`, then `columns`: the server sends every cell of
+/// every row, a constant one included); column indexes stay those of the full
+/// layout.
 struct PostgreSQLRowReader {
     let store: PostgreSQLStore
     let columns: [SQLFetchColumn]
-    /// The entity number of every row, when the statement selects it as a constant.
+    /// The entity number of every row, when they are of one entity (the rows
+    /// then have no `Z_ENT` cell).
     let entityNumber: Int?
     /// The cell holding each row's owner (see ``ownedSnapshots(_:sql:bindings:)``).
     private let ownerColumn: Int?
@@ -446,8 +509,15 @@ struct PostgreSQLRowReader {
 
     mutating func snapshot(_ row: PostgresRow) throws -> RowSnapshot? {
         var cells = row.makeIterator()
-        guard let keyCell = cells.next(), let entityCell = cells.next(), let versionCell = cells.next() else { return nil }
-        let number = entityNumber ?? Int(PostgreSQLValues.int64(entityCell))
+        guard let keyCell = cells.next() else { return nil }
+        var number: Int
+        if let entityNumber {
+            number = entityNumber
+        } else {
+            guard let entityCell = cells.next() else { return nil }
+            number = Int(PostgreSQLValues.int64(entityCell))
+        }
+        guard let versionCell = cells.next() else { return nil }
         let plan: Plan
         if let known = plans[number] {
             plan = known

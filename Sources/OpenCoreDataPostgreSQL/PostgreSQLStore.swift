@@ -124,6 +124,12 @@ public final class PostgreSQLStore: PersistentStore {
     /// A test hook: packed statements (``PostgreSQLPackedRows``) fail as rows too
     /// large for one array do, so that the plain statement runs instead.
     let packedRowsFailForTesting = Lock(false)
+    /// A test hook: a condition the rows of a batched fetch's cursor must also
+    /// meet (on `t0`'s columns), so that the cursor lacks rows the IDs have.
+    let cursorConditionForTesting = Lock<String?>(nil)
+    /// A test hook: the rows a batched fetch's cursor reads per `FETCH`
+    /// (nil: ``batchReadAheadRows``).
+    let cursorFetchRowsForTesting = Lock<Int?>(nil)
     /// This store's saves announced, other coordinators' heard.
     let remoteChanges: PostgreSQLRemoteChanges
     /// The persistent history the store records (nil: not tracking history).

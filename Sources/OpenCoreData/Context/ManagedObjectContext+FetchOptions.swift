@@ -117,8 +117,9 @@ extension ManagedObjectContext {
 
     /// The IDs of an object ID fetch straight from the store's keys, without
     /// creating objects, when nothing needs merging here (no unsaved changes of
-    /// the entity, one store); nil otherwise.
-    func storedObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObjectID]? {
+    /// the entity, one store); nil otherwise. `batchSize`: the batches in which
+    /// the caller reads the objects next (``StoreFetch/fetchBatchSize``).
+    func storedObjectIDs<Result>(_ request: FetchRequest<Result>, batchSize: Int = 0) throws -> [ManagedObjectID]? {
         assertOnQueue("fetch(_:)")
         let entity = try resolveEntity(request)
         guard parent == nil, let coordinator = persistentStoreCoordinator else { return nil }
@@ -133,6 +134,7 @@ extension ManagedObjectContext {
         fetch.fetchOffset = request.fetchOffset
         fetch.fetchLimit = request.fetchLimit
         fetch.includesPropertyValues = false
+        fetch.fetchBatchSize = batchSize
         return try coordinator.fetchRows(fetch, generation: try readGeneration()).map(\.objectID)
     }
 

@@ -142,7 +142,7 @@ extension ManagedObjectContext {
         idRequest.fetchOffset = request.fetchOffset
         idRequest.includesSubentities = request.includesSubentities
         idRequest.includesPendingChanges = request.includesPendingChanges
-        let ids = try fetch(idRequest)
+        let ids = try storedObjectIDs(idRequest, batchSize: max(0, request.fetchBatchSize)) ?? fetch(idRequest)
         let size = request.fetchBatchSize > 0 ? request.fetchBatchSize : max(ids.count, 1)
         let readAhead = ids.first.flatMap { persistentStoreCoordinator?.store(for: $0) }?.batchReadAheadRows ?? 0
         return BatchedFetchResults(storage: .init(context: self, ids: ids, batchSize: size, entity: entity, readAheadRows: readAhead))

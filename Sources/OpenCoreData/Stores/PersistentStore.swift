@@ -236,6 +236,13 @@ public struct StoreFetch: Sendable {
     /// Whether the rows carry their values (false: only object IDs are needed; a
     /// store may leave the values out and give version 0).
     public var includesPropertyValues: Bool = true
+    /// For an ID fetch (``includesPropertyValues`` false) in no order: the size
+    /// of the batches in which the caller reads the rows of these IDs next, in
+    /// their order (``ManagedObjectContext/fetchInBatches(_:)``); 0 when it
+    /// does not. A store whose reads are network round trips may start reading
+    /// those rows with the IDs. A hint only, like
+    /// ``PersistentStore/prepareRows(for:of:)``.
+    public var fetchBatchSize: Int = 0
 
     public init(entity: EntityDescription) { self.entity = entity }
 }

@@ -702,6 +702,121 @@ struct PostgreSQLStoreTests {
         }
     }
 
+    /// `count` items saved through `context` (`small` and `label` from their
+    /// number), their IDs in key order.
+    static func insertItems(_ count: Int, model: ManagedObjectModel, into context: ManagedObjectContext) throws -> [ManagedObjectID] {
+        try context.performAndWait {
+            let items = (0..<count).map { i -> ManagedObject in
+                let item = ManagedObject(entity: model.entitiesByName["Item"]!, insertInto: context)
+                item.setValue(Int64(i), forKey: "small")
+                item.setValue("item \(i)", forKey: "label")
+                return item
+            }
+            try context.save()
+            return items.map(\.objectID)
+        }
+    }
+
+    @Test("A batched fetch in no order reads its rows through one cursor, FETCH after FETCH; a change saved elsewhere meanwhile ends it")
+    func cursorReadsInOrder() throws {
+        let model = try Self.model()
+        let servers = try Self.twoServers(model)
+        let ids = try Self.insertItems(4000, model: model, into: servers.writing)
+        let pool = servers.readerStore.pool
+        let reading = Self.context(on: servers.reader)
+        let request = FetchRequest<ManagedObject>(entityName: "Item")
+        // A bound argument: the cursor's statement takes the fetch's arguments.
+        request.predicate = try CorePredicate(format: "small >= %d", 0)
+        request.fetchBatchSize = 20
+        let items = try reading.performAndWait { try reading.fetchInBatches(request) }
+        #expect(items.objectIDs == ids)
+        #expect(pool.cursorCounts.declared == 1)
+        func label(_ index: Int) -> String? { reading.performAndWait { items[index].value(forKey: "label") as? String } }
+        // 2,500 rows: two FETCHes of 2,000 and part of the next.
+        #expect((0..<2500).allSatisfy { label($0) == "item \($0)" })
+        let served = pool.cursorCounts.served
+        #expect(served > 2)
+        #expect(pool.readAheadCounts.sent == 0, "nothing read ahead by key while the cursor reads ahead")
+        // Another server changes item 3000, not read yet: the cursor predates it.
+        let changes = pool.readAheadCounts.changes
+        try servers.writing.performAndWait {
+            try servers.writing.existingObject(with: ids[3000]).setValue("changed elsewhere", forKey: "label")
+            try servers.writing.save()
+        }
+        #expect(Self.wait(upTo: 30) { pool.readAheadCounts.changes > changes }, "the change is announced")
+        #expect((2500..<4000).allSatisfy { label($0) == ($0 == 3000 ? "changed elsewhere" : "item \($0)") })
+        #expect(pool.cursorCounts.served == served, "the cursor declared before the change serves nothing")
+        #expect(pool.cursorCounts.ended == 1)
+        #expect(items.loadedBatchCount == 200)
+    }
+
+    @Test("The rows a cursor lacks are read by key, those of objects already loaded are passed over, and a jump ahead ends it")
+    func cursorGapsAndJumps() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
+        let ids = try Self.insertItems(6000, model: model, into: Self.context(on: coordinator))
+        // Every seventh row is missing from the cursor (as one deleted or changed
+        // between its snapshot and the IDs' would be); FETCHes of 500.
+        store.cursorConditionForTesting.withLock { $0 = "t0.ZSMALL % 7 <> 3" }
+        store.cursorFetchRowsForTesting.withLock { $0 = 500 }
+        let context = Self.context(on: coordinator)
+        let request = FetchRequest<ManagedObject>(entityName: "Item")
+        request.fetchBatchSize = 20
+        let items = try context.performAndWait { () throws -> BatchedFetchResults<ManagedObject> in
+            // Objects 5..<10 loaded before the fetch: the first batch's read skips them.
+            for id in ids[5..<10] { _ = try context.existingObject(with: id).value(forKey: "label") }
+            return try context.fetchInBatches(request)
+        }
+        func label(_ index: Int) -> String? { context.performAndWait { items[index].value(forKey: "label") as? String } }
+        #expect((0..<20).allSatisfy { label($0) == "item \($0)" })
+        // A jump within a FETCH: the rows between are passed over.
+        #expect(label(300) == "item 300")
+        let counts = store.pool.cursorCounts
+        #expect(counts.declared == 1 && counts.served == 2 && counts.ended == 0)
+        // Backwards: read by key, the cursor stays.
+        #expect(label(200) == "item 200")
+        #expect(store.pool.cursorCounts.ended == 0)
+        // Far ahead (more than a FETCH further on): read by key, the cursor ends.
+        #expect(label(2000) == "item 2000")
+        #expect(store.pool.cursorCounts.ended == 1)
+        #expect((0..<6000).allSatisfy { label($0) == "item \($0)" })
+        #expect(store.pool.cursorCounts.served == counts.served)
+    }
+
+    @Test("A cursor's session ended by the server, or a pool too small for one: the rows come by key")
+    func cursorFallsBack() throws {
+        let model = try Self.model()
+        let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema(), options: [PostgreSQLStore.Option.poolSize: "2"])
+        _ = try Self.insertItems(3000, model: model, into: Self.context(on: coordinator))
+        // A FETCH size no other test uses names this cursor's session on the server.
+        store.cursorFetchRowsForTesting.withLock { $0 = 777 }
+        let context = Self.context(on: coordinator)
+        let request = FetchRequest<ManagedObject>(entityName: "Item")
+        request.fetchBatchSize = 20
+        let items = try context.performAndWait { try context.fetchInBatches(request) }
+        func label(_ index: Int) -> String? { context.performAndWait { items[index].value(forKey: "label") as? String } }
+        #expect((0..<100).allSatisfy { label($0) == "item \($0)" })
+        let ended = try store.pool.withSession { session in
+            try session.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'FETCH 777 FROM ocd_rows' AND pid <> pg_backend_pid()").count
+        }
+        #expect(ended == 1)
+        #expect((100..<3000).allSatisfy { label($0) == "item \($0)" })
+        #expect(store.pool.cursorCounts.ended == 1)
+        // The pool has its two places back: a save and a read go through.
+        try context.performAndWait {
+            try context.existingObject(with: items.objectIDs[0]).setValue("saved", forKey: "label")
+            try context.save()
+        }
+        #expect(label(0) == "saved")
+
+        let (single, singleStore) = try Self.coordinator(model, schema: Self.newSchema(), options: [PostgreSQLStore.Option.poolSize: "1"])
+        let singleContext = Self.context(on: single)
+        _ = try Self.insertItems(100, model: model, into: singleContext)
+        let few = try singleContext.performAndWait { try singleContext.fetchInBatches(request) }
+        #expect(singleContext.performAndWait { (0..<100).allSatisfy { few[$0].value(forKey: "label") as? String == "item \($0)" } })
+        #expect(singleStore.pool.cursorCounts.declared == 0, "the one connection is not held by a cursor")
+    }
+
     @Test("Announcements list keys in decimal, comma-separated, as String(_:) writes them")
     func announcedKeyLists() {
         #expect(PostgreSQLRemoteChanges.commaSeparated([0, 7, 12, -3, .max, .min][...]) == "0,7,12,-3,9223372036854775807,-9223372036854775808")
@@ -1022,7 +1137,8 @@ struct PostgreSQLStoreTests {
                 }
             }
             if moved.count > 60 {
-                #expect(try #require(target as? PostgreSQLStore).pool.readAheadCounts.sent > 0, "\(entity.name): read ahead")
+                // Read through the fetch's cursor, which reads ahead.
+                #expect(try #require(target as? PostgreSQLStore).pool.cursorCounts.served > 0, "\(entity.name): read through a cursor")
             }
             // Every to-many relationship read for all sources in one statement gives
             // each source's destinations, in order, as reading them one by one does.

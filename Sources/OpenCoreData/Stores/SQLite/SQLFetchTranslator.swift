@@ -80,8 +80,13 @@ package struct SQLFetchTranslator: Sendable {
     /// gives). A server that would sort the rows before sending the first one
     /// (PostgreSQL: its plans rarely return them in key order) can then stream
     /// them as it finds them.
+    ///
+    /// With `selectsKnownEntity` false, the constant standing in for `t0.Z_ENT`
+    /// is left out (the rows are `t0.Z_PK, t0.Z_OPT, ...`; the statement's
+    /// ``SQLFetchStatement/entityNumber`` says the entity): a server sends every
+    /// column of every row, the constant included.
     package func selectStatement(for fetch: StoreFetch, properties: [PropertyDescription]? = nil,
-                                 keyOrderByCaller: Bool = false) throws -> SQLFetchStatement {
+                                 keyOrderByCaller: Bool = false, selectsKnownEntity: Bool = true) throws -> SQLFetchStatement {
         let context = try SQLTranslationContext(translator: self, fetch: fetch)
         let columns = try selectedColumns(for: fetch, properties: properties)
         let condition = try context.whereCondition()
@@ -89,7 +94,7 @@ package struct SQLFetchTranslator: Sendable {
         let order = sortsKeys ? nil : try context.orderBy(fetch.sortDescriptors)
         // The WHERE clause restricts the rows to the entities the fetch wants.
         let entity = entityColumn(for: fetch, restricted: true)
-        var select = SQLFragment("SELECT t0.Z_PK, \(entity.sql), t0.Z_OPT")
+        var select = SQLFragment(entity.number != nil && !selectsKnownEntity ? "SELECT t0.Z_PK, t0.Z_OPT" : "SELECT t0.Z_PK, \(entity.sql), t0.Z_OPT")
         for column in columns {
             select.text += ", t0." + SQLiteIdentifier.quoted(column.columnName)
         }
