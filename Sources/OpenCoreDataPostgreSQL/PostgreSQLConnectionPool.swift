@@ -235,12 +235,14 @@ final class PostgreSQLConnectionPool: Sendable {
     static let cursorLimit = 1
 
     /// Declares a ``PostgreSQLRowCursor`` over `sql` (the full rows of a batched
-    /// fetch of `entity` in key order) on a connection of the pool, and returns
-    /// its number at once; nil when the pool cannot spare a connection (it has
-    /// one only, or every one is in use). The cursor declared before it is
-    /// ended (``cursorLimit``).
-    func declareCursor(entity: EntityDescription, sql: String, bindings: PostgresBindings,
-                       columns: [SQLFetchColumn], entityNumber: Int?, fetchSize: Int) -> Int? {
+    /// fetch of `entity` in key order) on a connection of the pool, after
+    /// `first` in its transaction, and returns at once its number and `first`'s
+    /// answer; nil when the pool cannot spare a connection (it has one only, or
+    /// every one is in use). The cursor declared before it is ended
+    /// (``cursorLimit``).
+    func declareCursor(entity: EntityDescription, first: PostgresQuery, sql: String, bindings: PostgresBindings,
+                       columns: [SQLFetchColumn], entityNumber: Int?,
+                       fetchSize: Int) -> (Int, EventLoopFuture<PostgresQueryResult>)? {
         guard size > 1 else { return nil }
         let older = cursors.withLock { state -> [PostgreSQLRowCursor] in
             let extra = max(0, state.idle.count - (Self.cursorLimit - 1))
@@ -260,14 +262,14 @@ final class PostgreSQLConnectionPool: Sendable {
             defer { state.next += 1 }
             return state.next
         }
-        let cursor = PostgreSQLRowCursor(number: number, entity: entity, sql: sql, bindings: bindings, columns: columns,
+        let cursor = PostgreSQLRowCursor(number: number, entity: entity, first: first, sql: sql, bindings: bindings, columns: columns,
                                          entityNumber: entityNumber, connection: connection, logger: logger,
                                          changeCount: changeCount, fetchSize: fetchSize)
         cursors.withLock { state in
             state.idle.append(cursor)
             state.declared += 1
         }
-        return number
+        return (number, cursor.firstAnswer)
     }
 
     /// Gives cursor `number` the keys of its fetch, in order, once they are read.

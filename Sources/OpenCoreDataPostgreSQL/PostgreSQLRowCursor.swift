@@ -9,25 +9,27 @@ import PostgresNIO
 /// than one read by keys per window of batches.
 ///
 /// When a batched fetch in no order asks for its IDs (``StoreFetch/fetchBatchSize``),
-/// the store also declares, on a connection of its own and before the IDs are
-/// read, a cursor over the fetch's full rows in key order (the order of the IDs),
-/// and asks for its first rows, a window ahead:
+/// the store reads them on a connection of its own, in a transaction that then
+/// declares a cursor over the fetch's full rows in key order (the order of the
+/// IDs) and asks for its first rows, a window ahead:
 ///
 /// ```sql
-/// BEGIN
+/// BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
 /// SET LOCAL idle_in_transaction_session_timeout = 10000
 /// SET LOCAL cursor_tuple_fraction = 1
-/// DECLARE ocd_rows NO SCROLL CURSOR FOR SELECT t0.Z_PK, 3, t0.Z_OPT, ... WHERE ... ORDER BY t0.Z_PK
+/// SELECT array_agg(s.Z_PK) FROM (SELECT t0.Z_PK FROM ZPERSON t0 WHERE ...) s
+/// DECLARE ocd_rows NO SCROLL CURSOR FOR SELECT t0.Z_PK, t0.Z_OPT, ... WHERE ... ORDER BY t0.Z_PK
 /// FETCH 2000 FROM ocd_rows
 /// FETCH 2000 FROM ocd_rows
 /// ```
 ///
-/// Each read of a window's rows (``PersistentStore/rows(for:of:)``) takes them
-/// from the cursor as they arrive (``take(_:_:)``), and a further `FETCH` is
-/// sent as one ends, so that at most two are held in memory. Rows of keys the
-/// read does not ask for are passed over (rows inserted since the IDs were
-/// read, objects the context holds already); a key with no row in the cursor
-/// (a row deleted or changed since) is read by key.
+/// The statements are sent at once and run in order: the keys come back while
+/// the server sorts the rows, and both see one snapshot. Each read of a
+/// window's rows (``PersistentStore/rows(for:of:)``) takes them from the cursor
+/// as they arrive (``take(_:)``), and a further `FETCH` is sent as one ends,
+/// so that at most two are held in memory. Rows of keys the read does not ask
+/// for are passed over (objects the context holds already); a key with no row
+/// in the cursor is read by key.
 ///
 /// The cursor serves a read only while no change to the store's rows was
 /// counted since it was declared (the rule of the reads sent ahead: its rows
@@ -57,6 +59,9 @@ struct PostgreSQLRowCursor: Sendable {
     let logger: Logger
     /// The pool's change count when the cursor was declared.
     let changeCount: Int
+    /// The answer to the statement run in the cursor's transaction before it
+    /// is declared (the fetch's keys: the same snapshot as its rows).
+    let firstAnswer: EventLoopFuture<PostgresQueryResult>
     /// The rows each `FETCH` asks for.
     let fetchSize: Int
     /// The fetch's keys in order, once its IDs are read (empty before: the cursor
@@ -78,7 +83,7 @@ struct PostgreSQLRowCursor: Sendable {
     /// Declares the cursor over `sql` (parameters numbered, bound to
     /// `bindings`) on `connection` and asks for its first two windows of rows;
     /// returns at once.
-    init(number: Int, entity: EntityDescription, sql: String, bindings: PostgresBindings,
+    init(number: Int, entity: EntityDescription, first: PostgresQuery, sql: String, bindings: PostgresBindings,
          columns: [SQLFetchColumn], entityNumber: Int?, connection: PostgresConnection,
          logger: Logger, changeCount: Int, fetchSize: Int) {
         self.number = number
@@ -95,10 +100,12 @@ struct PostgreSQLRowCursor: Sendable {
         // The planner plans a cursor for its first rows by default (an index
         // scan in key order that visits every row to filter them, say): this
         // one is read to its end.
-        for statement in ["BEGIN", "SET LOCAL idle_in_transaction_session_timeout = \(Self.idleTimeoutMilliseconds)",
+        for statement in ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                          "SET LOCAL idle_in_transaction_session_timeout = \(Self.idleTimeoutMilliseconds)",
                           "SET LOCAL cursor_tuple_fraction = 1"] {
             _ = PostgreSQLSession.send(PostgresQuery(unsafeSQL: statement), on: connection, logger: logger)
         }
+        firstAnswer = PostgreSQLSession.send(first, on: connection, logger: logger)
         _ = PostgreSQLSession.send(PostgresQuery(unsafeSQL: "DECLARE \(Self.name) NO SCROLL CURSOR FOR " + sql, binds: bindings),
                                    on: connection, logger: logger)
         fetches = [(sendFetch(), 0), (sendFetch(), 0)]

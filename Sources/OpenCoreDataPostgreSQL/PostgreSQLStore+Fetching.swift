@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOCore
 import OpenCoreData
 import OpenCoreDataPredicates
 import PostgresNIO
@@ -42,60 +43,45 @@ extension PostgreSQLStore {
     /// The IDs of a fetch's rows, with no values (version 0).
     private func fetchObjectIDRows(_ fetch: StoreFetch, in snapshot: PostgreSQLGenerationSnapshot?) throws -> [RowSnapshot] {
         let (statement, selectsEntity, sortsKeys) = try translator.objectIDStatement(for: fetch)
-        // Rows to be read in batches, in key order: declared first, so that the
-        // server finds them while it finds the keys.
-        let cursor = fetch.fetchBatchSize > 0 && sortsKeys && snapshot == nil ? declareCursor(for: fetch) : nil
-        var cursorKeys = false
-        defer { if let cursor, !cursorKeys { pool.endCursor(cursor) } }
-        return try reading("fetching \(fetch.entity.name) IDs", in: snapshot) { session in
+        let action = "fetching \(fetch.entity.name) IDs"
+        guard sortsKeys else {
+            return try reading(action, in: snapshot) { session in
+                try prepareCollations(statement.collations, session)
+                var keys = ObjectIDKeys(store: self, entity: fetch.entity, selectsEntity: selectsEntity)
+                keys.appendRows(try session.query(statement.sql, statement.arguments))
+                return keys.snapshots
+            }
+        }
+        // In no order: every key in one array (one message, not one a row).
+        let columns = selectsEntity ? ["s.Z_PK", "s.Z_ENT"] : ["s.Z_PK"]
+        var packed = "SELECT " + PostgreSQLPackedRows.aggregates(columns) + " FROM (" + statement.sql + ") s"
+        // The server's own "array size exceeds the maximum allowed" (54000).
+        if packedRowsFailForTesting.withLock({ $0 }) { packed += " WHERE cardinality(array_fill(0, ARRAY[200000000])) > 0" }
+        // Rows read in batches next, in key order: the keys are read first in
+        // the transaction of the rows' cursor, so that both see the same rows.
+        if fetch.fetchBatchSize > 0, snapshot == nil, statement.collations.isEmpty,
+           let (cursor, answer) = declareCursor(for: fetch, keys: PostgresQuery(unsafeSQL: PostgreSQLPlaceholders.numbered(packed),
+                                                                                binds: PostgreSQLValues.bindings(statement.arguments))) {
+            var keys = ObjectIDKeys(store: self, entity: fetch.entity, selectsEntity: selectsEntity)
+            if let result = try? answer.wait(), (try? keys.appendPacked(result.rows)) != nil {
+                keys.sortByKey()
+                pool.setCursorKeys(cursor, keys.keys.map(\.key))
+                return keys.snapshots
+            }
+            // Read again as any other fetch is (a refused array among causes).
+            pool.endCursor(cursor)
+        }
+        return try reading(action, in: snapshot) { session in
             try prepareCollations(statement.collations, session)
-            var keys: [(key: Int64, scope: ManagedObjectID.Scope)] = []
-            // The scope looked up once per run of rows of one entity.
-            var last = (entity: fetch.entity, scope: idScopes.scope(for: fetch.entity))
-            func append<Cells: IteratorProtocol<PostgresCell>>(_ cells: inout Cells) {
-                guard let key = cells.next() else { return }
-                if selectsEntity {
-                    guard let number = cells.next(), let found = self.entity(forNumber: Int(PostgreSQLValues.int64(number))) else { return }
-                    if found !== last.entity { last = (found, idScopes.scope(for: found)) }
-                }
-                keys.append((PostgreSQLValues.int64(key), last.scope))
+            var keys = ObjectIDKeys(store: self, entity: fetch.entity, selectsEntity: selectsEntity)
+            try packedOrPlain(session) {
+                try keys.appendPacked(try session.query(packed, statement.arguments))
+            } plain: {
+                keys = ObjectIDKeys(store: self, entity: fetch.entity, selectsEntity: selectsEntity)
+                keys.appendRows(try session.query(statement.sql, statement.arguments))
             }
-            func appendRows(_ sql: String) throws {
-                for row in try session.query(sql, statement.arguments) {
-                    var cells = row.makeIterator()
-                    append(&cells)
-                }
-            }
-            if sortsKeys {
-                // In no order: every key in one array (one message, not one a row).
-                let columns = selectsEntity ? ["s.Z_PK", "s.Z_ENT"] : ["s.Z_PK"]
-                var packed = "SELECT " + PostgreSQLPackedRows.aggregates(columns) + " FROM (" + statement.sql + ") s"
-                // The server's own "array size exceeds the maximum allowed" (54000).
-                if packedRowsFailForTesting.withLock({ $0 }) { packed += " WHERE cardinality(array_fill(0, ARRAY[200000000])) > 0" }
-                try packedOrPlain(session) {
-                    for row in try session.query(packed, statement.arguments) {
-                        var rows = try PostgreSQLPackedRows(row)
-                        keys.reserveCapacity(rows.count)
-                        while var cells = rows.next() {
-                            append(&cells)
-                            // Every column read, so the next row starts at its own cells.
-                            cells.finish()
-                            if cells.isMalformed { throw PostgreSQLPackedRows.malformed("row") }
-                        }
-                    }
-                } plain: {
-                    keys = []
-                    try appendRows(statement.sql)
-                }
-                keys.sort { $0.key < $1.key }
-                if let cursor {
-                    pool.setCursorKeys(cursor, keys.map(\.key))
-                    cursorKeys = true
-                }
-            } else {
-                try appendRows(statement.sql)
-            }
-            return keys.map { RowSnapshot(objectID: ManagedObjectID(scope: $0.scope, primaryKey: $0.key), version: 0, values: []) }
+            keys.sortByKey()
+            return keys.snapshots
         }
     }
 
@@ -117,14 +103,15 @@ extension PostgreSQLStore {
     }
 
     /// Declares the cursor of a batched fetch's rows (see ``PostgreSQLRowCursor``):
-    /// the fetch's full rows in key order. Nil when the pool cannot spare a
-    /// connection, or the statement sorts with a collation it would create first.
-    private func declareCursor(for fetch: StoreFetch) -> Int? {
+    /// the fetch's full rows in key order, after `keys` (the statement of the
+    /// fetch's keys) in its transaction, whose answer it returns too. Nil when
+    /// the pool cannot spare a connection.
+    private func declareCursor(for fetch: StoreFetch, keys: PostgresQuery) -> (Int, EventLoopFuture<PostgresQueryResult>)? {
         guard let statement = try? translator.selectStatement(for: fetch, keyOrderByCaller: true, selectsKnownEntity: false),
               statement.sortsKeys, statement.collations.isEmpty else { return nil }
         var sql = PostgreSQLPlaceholders.numbered(statement.sql)
         if let condition = cursorConditionForTesting.withLock({ $0 }) { sql = "SELECT * FROM (\(sql)) t0 WHERE \(condition)" }
-        return pool.declareCursor(entity: fetch.entity, sql: sql + " ORDER BY t0.Z_PK",
+        return pool.declareCursor(entity: fetch.entity, first: keys, sql: sql + " ORDER BY t0.Z_PK",
                                   bindings: PostgreSQLValues.bindings(statement.arguments), columns: statement.columns,
                                   entityNumber: statement.entityNumber,
                                   fetchSize: cursorFetchRowsForTesting.withLock { $0 } ?? batchReadAheadRows)
@@ -434,13 +421,18 @@ struct PostgreSQLRowReader {
     /// The cell holding each row's owner (see ``ownedSnapshots(_:sql:bindings:)``).
     private let ownerColumn: Int?
     private var plans: [Int: Plan] = [:]
+    /// The plan of the row read last, and its entity number.
+    private var lastPlan: (number: Int, plan: Plan)?
+    /// The pages the rows' values are written into, many rows a page.
+    private var pages = RowPageWriter()
     /// The owner key of the row read last.
     private var owner: Int64 = 0
     /// The to-one slots whose destination entity the row names: (slot, entity number).
     private var destinationEntities: [(slot: Int, number: Int)] = []
 
-    /// Where each column's value goes, for rows of one entity.
-    private struct Plan {
+    /// Where each column's value goes, for rows of one entity (a class: a row
+    /// takes it with one reference).
+    private final class Plan {
         /// The scope of the rows' IDs.
         let scope: ManagedObjectID.Scope
         /// The values of a row before its cells are read: the empty value of
@@ -452,6 +444,15 @@ struct PostgreSQLRowReader {
         /// The attributes and to-one destination scopes the actions name.
         let attributes: [AttributeDescription]
         let destinations: [ManagedObjectID.Scope]
+
+        init(scope: ManagedObjectID.Scope, empty: [SnapshotValue], actions: [Action],
+             attributes: [AttributeDescription], destinations: [ManagedObjectID.Scope]) {
+            self.scope = scope
+            self.empty = empty
+            self.actions = actions
+            self.attributes = attributes
+            self.destinations = destinations
+        }
     }
 
     /// What one cell feeds: plain numbers (indexes into the plan), so reading an
@@ -519,47 +520,60 @@ struct PostgreSQLRowReader {
         }
         guard let versionCell = cells.next() else { return nil }
         let plan: Plan
-        if let known = plans[number] {
+        if let last = lastPlan, last.number == number {
+            plan = last.plan
+        } else if let known = plans[number] {
             plan = known
+            lastPlan = (number, known)
         } else {
             guard let made = makePlan(number) else { return nil }
             plans[number] = made
+            lastPlan = (number, made)
             plan = made
         }
-        var values = plan.empty
+        // The row's values go into the read's current page: first every
+        // property's empty value, then each cell's value in its slot. A value
+        // that fails to decode leaves the row's values in the page (destroyed
+        // with it).
+        let width = plan.empty.count
+        let (page, start) = pages.beginRow(width: width)
+        for value in plan.empty { page.append(value) }
+        let values = page.base + start
         var index = 3
         destinationEntities.removeAll(keepingCapacity: true)
-        while let cell = cells.next(), index < plan.actions.count {
-            switch plan.actions[index] {
-            case .skip:
-                break
-            case .attribute(let slot, let type):
-                if let value = PostgreSQLValues.attributeValue(cell, as: type) {
-                    values[slot] = .attribute(value)
-                } else {
-                    values[slot] = .attribute(SQLiteValueEncoding.attributeValue(PostgreSQLValues.databaseValue(cell), as: type))
+        try withExtendedLifetime(page) {
+            while let cell = cells.next(), index < plan.actions.count {
+                switch plan.actions[index] {
+                case .skip:
+                    break
+                case .attribute(let slot, let type):
+                    if let value = PostgreSQLValues.attributeValue(cell, as: type) {
+                        values[slot] = .attribute(value)
+                    } else {
+                        values[slot] = .attribute(SQLiteValueEncoding.attributeValue(PostgreSQLValues.databaseValue(cell), as: type))
+                    }
+                case .transformable(let slot, let attribute):
+                    values[slot] = .attribute(try store.decode(PostgreSQLValues.databaseValue(cell), for: plan.attributes[attribute]))
+                case .toOneKey(let slot, let destination):
+                    if case .int64(let pk) = PostgreSQLValues.databaseValue(cell).storage {
+                        values[slot] = .toOne(ManagedObjectID(scope: plan.destinations[destination], primaryKey: pk))
+                    }
+                case .toOneEntity(let slot):
+                    destinationEntities.append((slot, Int(PostgreSQLValues.int64(cell))))
+                case .owner:
+                    owner = PostgreSQLValues.int64(cell)
                 }
-            case .transformable(let slot, let attribute):
-                values[slot] = .attribute(try store.decode(PostgreSQLValues.databaseValue(cell), for: plan.attributes[attribute]))
-            case .toOneKey(let slot, let destination):
-                if case .int64(let pk) = PostgreSQLValues.databaseValue(cell).storage {
-                    values[slot] = .toOne(ManagedObjectID(scope: plan.destinations[destination], primaryKey: pk))
-                }
-            case .toOneEntity(let slot):
-                destinationEntities.append((slot, Int(PostgreSQLValues.int64(cell))))
-            case .owner:
-                owner = PostgreSQLValues.int64(cell)
+                index += 1
             }
-            index += 1
-        }
-        // A to-one whose destination has subentities: the row names the entity.
-        for (slot, number) in destinationEntities {
-            guard case .toOne(let id?) = values[slot], let pk = id.primaryKey,
-                  let found = store.entity(forNumber: number), found !== id.entity else { continue }
-            values[slot] = .toOne(ManagedObjectID(scope: store.idScopes.scope(for: found), primaryKey: pk))
+            // A to-one whose destination has subentities: the row names the entity.
+            for (slot, number) in destinationEntities {
+                guard case .toOne(let id?) = values[slot], let pk = id.primaryKey,
+                      let found = store.entity(forNumber: number), found !== id.entity else { continue }
+                values[slot] = .toOne(ManagedObjectID(scope: store.idScopes.scope(for: found), primaryKey: pk))
+            }
         }
         let id = ManagedObjectID(scope: plan.scope, primaryKey: PostgreSQLValues.int64(keyCell))
-        return RowSnapshot(objectID: id, version: PostgreSQLValues.int64(versionCell), values: values)
+        return RowSnapshot(objectID: id, version: PostgreSQLValues.int64(versionCell), page: page, start: start, count: width)
     }
 
     private func makePlan(_ number: Int) -> Plan? {
@@ -597,5 +611,63 @@ struct PostgreSQLRowReader {
         }
         return Plan(scope: store.idScopes.scope(for: entity), empty: empty, actions: actions,
                     attributes: attributes, destinations: destinations)
+    }
+}
+
+/// The keys of an object ID statement's rows (`Z_PK`, then `Z_ENT` when the
+/// rows may be of several entities), each with its ID's scope.
+private struct ObjectIDKeys {
+    let store: PostgreSQLStore
+    let selectsEntity: Bool
+    private(set) var keys: [(key: Int64, scope: ManagedObjectID.Scope)] = []
+    /// The scope, looked up once per run of rows of one entity.
+    private var last: (entity: EntityDescription, scope: ManagedObjectID.Scope)
+
+    init(store: PostgreSQLStore, entity: EntityDescription, selectsEntity: Bool) {
+        self.store = store
+        self.selectsEntity = selectsEntity
+        last = (entity, store.idScopes.scope(for: entity))
+    }
+
+    private mutating func append<Cells: IteratorProtocol<PostgresCell>>(_ cells: inout Cells) {
+        guard let key = cells.next() else { return }
+        if selectsEntity {
+            guard let number = cells.next(), let found = store.entity(forNumber: Int(PostgreSQLValues.int64(number))) else { return }
+            if found !== last.entity { last = (found, store.idScopes.scope(for: found)) }
+        }
+        keys.append((PostgreSQLValues.int64(key), last.scope))
+    }
+
+    /// Adds the keys of plain rows, one a row.
+    mutating func appendRows(_ rows: [PostgresRow]) {
+        keys.reserveCapacity(keys.count + rows.count)
+        for row in rows {
+            var cells = row.makeIterator()
+            append(&cells)
+        }
+    }
+
+    /// Adds the keys of a packed statement's row (see ``PostgreSQLPackedRows``).
+    mutating func appendPacked(_ rows: [PostgresRow]) throws {
+        for row in rows {
+            var packed = try PostgreSQLPackedRows(row)
+            keys.reserveCapacity(keys.count + packed.count)
+            while var cells = packed.next() {
+                append(&cells)
+                // Every column read, so the next row starts at its own cells.
+                cells.finish()
+                if cells.isMalformed { throw PostgreSQLPackedRows.malformed("row") }
+            }
+        }
+    }
+
+    /// Puts the keys in key order (`ORDER BY Z_PK`), when they are not already.
+    mutating func sortByKey() {
+        if zip(keys, keys.dropFirst()).contains(where: { $0.key > $1.key }) { keys.sort { $0.key < $1.key } }
+    }
+
+    /// A row with no values (version 0) for each key.
+    var snapshots: [RowSnapshot] {
+        keys.map { RowSnapshot(objectID: ManagedObjectID(scope: $0.scope, primaryKey: $0.key), version: 0, values: []) }
     }
 }

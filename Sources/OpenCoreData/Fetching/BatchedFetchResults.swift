@@ -60,6 +60,11 @@ public struct BatchedFetchResults<Result>: RandomAccessCollection {
                 if next > end { context.prepareBatch(Array(ids[end * batchSize..<Swift.min(ids.count, next * batchSize)]), entity: entity) }
             }
             let first = batch * batchSize
+            // Read in order: the objects of the batches to come will be
+            // registered too (the collection keeps them), so the registry is
+            // sized for them once (up to 100,000 more) rather than grown read
+            // after read.
+            if window > 1 { context.reserveRegistry(Swift.min(ids.count - first, 100_000)) }
             let objects = context.loadBatch(Array(ids[first..<Swift.min(ids.count, end * batchSize)]), entity: entity)
             for loaded in batch..<end {
                 let start = (loaded - batch) * batchSize
@@ -180,6 +185,11 @@ extension ManagedObjectContext {
         }
         // IDs without a row (deleted since the IDs were fetched) are faults.
         return zip(ids, objects).map { id, object in object ?? self.object(with: id) }
+    }
+
+    /// Makes room in the registry for `additional` more objects.
+    func reserveRegistry(_ additional: Int) {
+        if registry.capacity - registry.count < additional { registry.reserveCapacity(registry.count + additional) }
     }
 
     /// Tells the store that the rows of `ids` not loaded yet are the next ones

@@ -291,6 +291,12 @@ public struct RowSnapshot: Sendable {
         self.rowValues = rowValues
     }
 
+    /// A row whose values are the `count` at `start` in `page`, written there by
+    /// a store's reader (see ``RowPageWriter``).
+    package init(objectID: ManagedObjectID, version: Int64, page: RowPage, start: Int, count: Int) {
+        self.init(objectID: objectID, version: version, rowValues: RowValues(page: page, start: start, count: count))
+    }
+
     /// Moves the values out, leaving none: the caller takes the row's
     /// reference (no retain now, no release when the row goes).
     mutating func takeValues() -> RowValues {

@@ -9,8 +9,8 @@
 /// The values of a row whose object has gone stay in the page until every row of
 /// the page has gone: a page is small (at most ``RowPageWriter/largestPage``
 /// values), so what an object kept alive holds on to is bounded.
-final class RowPage: ManagedBuffer<RowPage.Header, SnapshotValue> {
-    struct Header {
+package final class RowPage: ManagedBuffer<RowPage.Header, SnapshotValue> {
+    package struct Header {
         /// The values initialized so far (the page's first `count` elements).
         var count: Int
         /// The values the page has room for.
@@ -42,7 +42,7 @@ final class RowPage: ManagedBuffer<RowPage.Header, SnapshotValue> {
 
     /// The page's first value.
     @inline(__always)
-    var base: UnsafeMutablePointer<SnapshotValue> {
+    package var base: UnsafeMutablePointer<SnapshotValue> {
         withUnsafeMutablePointerToElements { $0 }
     }
 
@@ -52,7 +52,7 @@ final class RowPage: ManagedBuffer<RowPage.Header, SnapshotValue> {
 
     /// Appends a value (the caller checked there is room).
     @inline(__always)
-    func append(_ value: consuming SnapshotValue) {
+    package func append(_ value: consuming SnapshotValue) {
         let head = self.head
         let count = head.pointee.count
         (base + count).initialize(to: value)
@@ -230,19 +230,19 @@ extension RowValues: ExpressibleByArrayLiteral {
 /// Appends rows to pages for one read, a new page whenever a row does not fit in
 /// the current one. Pages grow with the read (a read of one row gets a page of
 /// one row) up to ``largestPage`` values.
-struct RowPageWriter {
+package struct RowPageWriter {
     /// The largest page, in values (a page of that many values is about 12 KB).
     static let largestPage = 384
     private var page: RowPage?
     /// The rows the next page is sized for.
     private var nextRows = 1
 
-    init() {}
+    package init() {}
 
     /// Makes room for a row of `width` values and returns the page and where the
     /// row starts; append its values with ``RowPage/append(_:)``.
     @inline(__always)
-    mutating func beginRow(width: Int) -> (page: RowPage, start: Int) {
+    package mutating func beginRow(width: Int) -> (page: RowPage, start: Int) {
         if let page, page.room >= width { return (page, page.head.pointee.count) }
         return beginRowInNewPage(width: width)
     }

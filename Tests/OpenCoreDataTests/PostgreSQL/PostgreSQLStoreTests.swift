@@ -755,8 +755,8 @@ struct PostgreSQLStoreTests {
         let model = try Self.model()
         let (coordinator, store) = try Self.coordinator(model, schema: Self.newSchema())
         let ids = try Self.insertItems(6000, model: model, into: Self.context(on: coordinator))
-        // Every seventh row is missing from the cursor (as one deleted or changed
-        // between its snapshot and the IDs' would be); FETCHes of 500.
+        // Every seventh row is missing from the cursor (which reads the IDs'
+        // snapshot: a row it lacks is a failure it must survive); FETCHes of 500.
         store.cursorConditionForTesting.withLock { $0 = "t0.ZSMALL % 7 <> 3" }
         store.cursorFetchRowsForTesting.withLock { $0 = 500 }
         let context = Self.context(on: coordinator)
@@ -898,6 +898,18 @@ struct PostgreSQLStoreTests {
         }
         #expect(refused == packed)
         #expect(afterSave == 41)
+        // A batched fetch reads its IDs in its cursor's transaction first: the
+        // refusal ends the cursor, and the IDs are read as any fetch's are.
+        let batched = try context.performAndWait { () throws -> [Int64] in
+            let request = FetchRequest<ManagedObject>(entityName: "Item")
+            request.predicate = try CorePredicate(format: "ratio >= 10")
+            request.fetchBatchSize = 5
+            let items = try context.fetchInBatches(request)
+            #expect(items.map { $0.value(forKey: "ratio") as? Double }.count == 41)
+            return items.objectIDs.compactMap(\.primaryKey)
+        }
+        #expect(batched.prefix(40) == packed[...] && batched.count == 41)
+        #expect(store.pool.cursorCounts.declared == 1 && store.pool.cursorCounts.ended == 1)
         // The refused statement is undone inside the generation's transaction, which goes on.
         let (pinnedKeys, pinnedCount) = try pinned.performAndWait { () throws -> ([Int64], Int) in
             (try pinned.fetch(request).compactMap(\.primaryKey), try pinned.count(for: FetchRequest<ManagedObject>(entityName: "Item")))
