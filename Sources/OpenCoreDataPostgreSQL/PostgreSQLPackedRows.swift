@@ -89,6 +89,23 @@ struct PostgreSQLPackedRows {
         if remaining == 0 { columns.buffers = [] }
     }
 
+    /// Every row left of a packed statement of one `int8` column (keys), read
+    /// straight from the array's bytes; nil, reading nothing, when the rows are
+    /// not that (several columns, another type, a `NULL` or malformed element).
+    mutating func int64Column() -> [Int64]? {
+        guard columns.buffers.count == 1, columns.types[0] == .int8 else { return remaining == 0 ? [] : nil }
+        var bytes = columns.buffers[0]
+        var values: [Int64] = []
+        values.reserveCapacity(remaining)
+        for _ in 0..<remaining {
+            guard let (length, value) = bytes.readMultipleIntegers(as: (Int32, Int64).self), length == 8 else { return nil }
+            values.append(value)
+        }
+        columns.buffers[0] = bytes
+        remaining = 0
+        return values
+    }
+
     /// The cells of the next row; nil after the last one.
     mutating func next() -> Cells? {
         guard remaining > 0 else { return nil }

@@ -15,9 +15,9 @@ import PostgresNIO
 ///
 /// ```sql
 /// BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
-/// SET LOCAL idle_in_transaction_session_timeout = 10000
-/// SET LOCAL cursor_tuple_fraction = 1
 /// SELECT array_agg(s.Z_PK) FROM (SELECT t0.Z_PK FROM ZPERSON t0 WHERE ...) s
+/// SELECT set_config('idle_in_transaction_session_timeout', '10000', true),
+///        set_config('cursor_tuple_fraction', '1', true)
 /// DECLARE ocd_rows NO SCROLL CURSOR FOR SELECT t0.Z_PK, t0.Z_OPT, ... WHERE ... ORDER BY t0.Z_PK
 /// FETCH 2000 FROM ocd_rows
 /// FETCH 2000 FROM ocd_rows
@@ -97,15 +97,16 @@ struct PostgreSQLRowCursor: Sendable {
         // Sent one after the other without waiting: the connection runs them in
         // order, and a failure of one fails the FETCHes after it (the
         // transaction is aborted), which the reads then fall back from.
-        // The planner plans a cursor for its first rows by default (an index
-        // scan in key order that visits every row to filter them, say): this
-        // one is read to its end.
-        for statement in ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                          "SET LOCAL idle_in_transaction_session_timeout = \(Self.idleTimeoutMilliseconds)",
-                          "SET LOCAL cursor_tuple_fraction = 1"] {
-            _ = PostgreSQLSession.send(PostgresQuery(unsafeSQL: statement), on: connection, logger: logger)
-        }
+        // The first statement right after BEGIN (the caller waits for its
+        // answer); then the cursor's settings, in one statement: the planner
+        // plans a cursor for its first rows by default (an index scan in key
+        // order that visits every row to filter them, say), and this one is
+        // read to its end.
+        _ = PostgreSQLSession.send(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), on: connection, logger: logger)
         firstAnswer = PostgreSQLSession.send(first, on: connection, logger: logger)
+        let settings = "SELECT set_config('idle_in_transaction_session_timeout', '\(Self.idleTimeoutMilliseconds)', true), "
+            + "set_config('cursor_tuple_fraction', '1', true)"
+        _ = PostgreSQLSession.send(PostgresQuery(unsafeSQL: settings), on: connection, logger: logger)
         _ = PostgreSQLSession.send(PostgresQuery(unsafeSQL: "DECLARE \(Self.name) NO SCROLL CURSOR FOR " + sql, binds: bindings),
                                    on: connection, logger: logger)
         fetches = [(sendFetch(), 0), (sendFetch(), 0)]

@@ -652,6 +652,11 @@ private struct ObjectIDKeys {
         for row in rows {
             var packed = try PostgreSQLPackedRows(row)
             keys.reserveCapacity(keys.count + packed.count)
+            // Keys alone (one entity): read straight from the array.
+            if !selectsEntity, let column = packed.int64Column() {
+                for key in column { keys.append((key, last.scope)) }
+                continue
+            }
             while var cells = packed.next() {
                 append(&cells)
                 // Every column read, so the next row starts at its own cells.

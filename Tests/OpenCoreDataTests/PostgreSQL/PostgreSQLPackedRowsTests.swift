@@ -82,6 +82,32 @@ import Testing
         #expect(read == [["seven"], [nil, "-3"], [""]])
     }
 
+    @Test("A column of keys alone is read straight from the array; anything else is left to the cells")
+    func keyColumn() throws {
+        let keys = Self.array([Self.int8(7), Self.int8(-3), Self.int8(.max)], type: .int8)
+        var packed = try PostgreSQLPackedRows([Self.cell(keys, type: .int8Array)])
+        #expect(packed.int64Column() == [7, -3, .max])
+        #expect(packed.count == 0 && packed.next() == nil)
+        var none = try PostgreSQLPackedRows([Self.cell(nil, type: .int8Array)])
+        #expect(none.int64Column() == [])
+        // A NULL key, a second column, another type, a truncated element: nil,
+        // and the cells still read every row (or throw).
+        let withNull = Self.array([Self.int8(1), nil], type: .int8)
+        var nulls = try PostgreSQLPackedRows([Self.cell(withNull, type: .int8Array)])
+        #expect(nulls.int64Column() == nil)
+        #expect(nulls.count == 2)
+        #expect(try Self.read([Self.cell(withNull, type: .int8Array)]) == [["1"], [nil]])
+        let names = Self.array([ByteBuffer(string: "a"), ByteBuffer(string: "b")], type: .text)
+        var two = try PostgreSQLPackedRows([Self.cell(withNull, type: .int8Array), Self.cell(names, type: .textArray)])
+        #expect(two.int64Column() == nil && two.count == 2)
+        var text = try PostgreSQLPackedRows([Self.cell(names, type: .textArray)])
+        #expect(text.int64Column() == nil && text.count == 2)
+        for length in 20..<keys.readableBytes {
+            var cut = try PostgreSQLPackedRows([Self.cell(keys.getSlice(at: keys.readerIndex, length: length)!, type: .int8Array)])
+            #expect(cut.int64Column() == nil, "\(length) bytes")
+        }
+    }
+
     @Test("No matching row: every aggregate is NULL (or an empty array), and there is no row")
     func noRows() throws {
         #expect(try Self.read([Self.cell(nil, type: .int8Array), Self.cell(nil, type: .int4Array)]).isEmpty)
