@@ -26,7 +26,7 @@ import PostgresNIO
 /// The statements are sent at once and run in order: the keys come back while
 /// the server sorts the rows, and both see one snapshot. Each read of a
 /// window's rows (``PersistentStore/rows(for:of:)``) takes them from the cursor
-/// as they arrive (``take(_:)``), and a further `FETCH` is sent as one ends,
+/// as they arrive (``take(_:_:)``), and a further `FETCH` is sent as one ends,
 /// so that at most two are held in memory. Rows of keys the read does not ask
 /// for are passed over (objects the context holds already); a key with no row
 /// in the cursor is read by key.
