@@ -95,7 +95,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OCDKitTests",
-            dependencies: ["OCDKit", "OpenCoreData"]
+            dependencies: ["OCDKit", "OpenCoreData", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "OpenCoreDataTests",

@@ -13,8 +13,12 @@ public enum CommandOutput {
     /// Collects lines.
     public final class Sink: Sendable {
         private let storage = Lock<[String]>([])
+        private let warningStorage = Lock<[String]>([])
         public init() {}
         func append(_ line: String) { storage.withLock { $0.append(line) } }
+        func appendWarning(_ line: String) { warningStorage.withLock { $0.append(line) } }
+        /// The warnings written so far (standard error's lines, without the sink).
+        public var warnings: [String] { warningStorage.withLock { $0 } }
         /// The lines written so far.
         public var lines: [String] { storage.withLock { $0 } }
         /// Everything written so far, one line each.
@@ -42,4 +46,13 @@ public enum CommandOutput {
 /// Writes one line of command output.
 func emit(_ line: String) {
     CommandOutput.emit(line)
+}
+
+/// Writes one warning: to standard error as `warning: <text>`, or to the task's sink.
+func warn(_ text: String) {
+    if let sink = CommandOutput.sink {
+        sink.appendWarning(text)
+    } else {
+        FileHandle.standardError.write(Data(("warning: " + text + "\n").utf8))
+    }
 }

@@ -7,15 +7,46 @@ struct ModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model",
         abstract: "Inspect managed object models.",
-        subcommands: [Show.self]
+        subcommands: [Show.self, Extract.self]
     )
+
+    /// Whether `path` is a SQLite file (a store) rather than a model file or folder.
+    static func isStoreFile(_ path: String) -> Bool {
+        guard let handle = try? FileHandle(forReadingFrom: URL(fileURLWithPath: path)) else { return false }
+        defer { try? handle.close() }
+        return (try? handle.read(upToCount: 16)) == Data("SQLite format 3\0".utf8)
+    }
+
+    struct Extract: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a store's model as an Xcode model (.xcdatamodel).",
+            discussion: """
+                The model cached in the store (Z_MODELCACHE), or, for a store without a readable \
+                cache, the model reconstructed from its schema (a warning says so). The file has \
+                the model's version hashes: Xcode and ocd load it, and it opens the store.
+                """
+        )
+        @Argument(help: "The store file.") var path: String
+        @Option(name: .shortAndLong, help: "The .xcdatamodel folder to write.") var output: String
+
+        func run() throws {
+            do {
+                let model = try readingModel(URL(fileURLWithPath: path))
+                try XcodeModelWriter().write(model, to: URL(fileURLWithPath: output))
+                emit("Wrote \(output) with \(model.entities.count) entities")
+            } catch let error as CoreDataError {
+                throw CommandFailure(error.description)
+            }
+        }
+    }
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the model of an .xcdatamodeld bundle, .xcdatamodel folder, or compiled .momd/.mom."
+            abstract: "Show the model of an .xcdatamodeld bundle, .xcdatamodel folder, compiled .momd/.mom, or store.",
+            discussion: "For a store: the model cached in it, or reconstructed from its schema when it has no readable cache."
         )
 
-        @Argument(help: "The .xcdatamodeld, .xcdatamodel, .momd or .mom path.")
+        @Argument(help: "The .xcdatamodeld, .xcdatamodel, .momd or .mom path, or a SQLite store file.")
         var path: String
 
         @Flag(help: "Print JSON instead of text.")
@@ -29,7 +60,10 @@ struct ModelCommand: ParsableCommand {
             do {
                 let model: ManagedObjectModel
                 let name: String
-                if ["mom", "momd"].contains(url.pathExtension.lowercased()) {
+                if ModelCommand.isStoreFile(path) {
+                    model = try readingModel(url)
+                    name = url.lastPathComponent
+                } else if ["mom", "momd"].contains(url.pathExtension.lowercased()) {
                     let bundle = try CompiledModelBundle(contentsOf: url)
                     name = version ?? bundle.currentVersionName
                     model = try bundle.model(forVersion: name)

@@ -34,7 +34,7 @@ func openSQLiteStore(_ path: String, modelPath: String?) throws -> (ManagedObjec
     guard FileManager.default.fileExists(atPath: url.path) else {
         throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)
     }
-    let model = try modelPath.map(loadModel) ?? SQLiteStore.storedModel(at: url)
+    let model = try modelPath.map(loadModel) ?? readingModel(url)
     // The throwing path: a model from a file that fails validation is an error, never a trap.
     let coordinator = try PersistentStoreCoordinator.validated(managedObjectModel: model)
     let store = try coordinator.addPersistentStore(type: .sqlite, at: url, options: [SQLiteStore.Option.readOnly: "1"])
@@ -42,6 +42,16 @@ func openSQLiteStore(_ path: String, modelPath: String?) throws -> (ManagedObjec
     let context = ManagedObjectContext(concurrencyType: .mainQueue)
     context.persistentStoreCoordinator = coordinator
     return (context, sqlite)
+}
+
+/// The model a store file is read with when no model is given: its cached model,
+/// else one reconstructed from its schema (with a warning on standard error).
+func readingModel(_ url: URL) throws -> ManagedObjectModel {
+    let (model, source) = try SQLiteStore.readingModel(at: url)
+    if case .reconstructed(let reason) = source {
+        warn("\(reason): the model was reconstructed from the store's schema (names as its columns give them; read-only)")
+    }
+    return model
 }
 
 /// A store's metadata by Core Data's keys, as Foundation values.

@@ -50,9 +50,15 @@ struct DumpRecord {
     var entity: String
     var uri: String
     var values: [String: DumpJSON]
+    /// Values the store could not give (an external data file not copied with
+    /// it), by attribute: what is missing. Written as `"missing"` beside `values`
+    /// (where such a value is null); nothing reads it back.
+    var missing: [String: String] = [:]
 
     var json: DumpJSON {
-        .object(["entity": .string(entity), "uri": .string(uri), "values": .object(values)])
+        var members: [String: DumpJSON] = ["entity": .string(entity), "uri": .string(uri), "values": .object(values)]
+        if !missing.isEmpty { members["missing"] = .object(missing.mapValues { .string($0) }) }
+        return .object(members)
     }
 
     init(entity: String, uri: String, values: [String: DumpJSON]) {

@@ -71,7 +71,7 @@ func loadModelOrStoredModel(_ path: String) throws -> ManagedObjectModel {
     let url = URL(fileURLWithPath: path)
     if let handle = try? FileHandle(forReadingFrom: url), let magic = try? handle.read(upToCount: 16) {
         try? handle.close()
-        if magic == Data("SQLite format 3\0".utf8) { return try SQLiteStore.storedModel(at: url) }
+        if magic == Data("SQLite format 3\0".utf8) { return try readingModel(url) }
     }
     return try loadModel(path)
 }
@@ -120,8 +120,10 @@ struct StoreDumper {
             try headerFile.close()
         }
 
+        var missingCount = 0
         for (entity, mapping) in entities {
             let properties = dumpedProperties(of: entity)
+            let missing = try missingExternalData(of: entity, mapping: mapping, store: store, keys: keys)
             var csv: DumpOutput?
             if format == .csv, let output {
                 csv = try DumpOutput(path: (output as NSString).appendingPathComponent("\(entity.name).csv"))
@@ -144,7 +146,14 @@ struct StoreDumper {
                 request.returnsObjectsAsFaults = false
                 let objects = try context.fetch(request).sorted { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
                 for object in objects {
-                    let record = Self.record(object, properties: properties)
+                    var record = Self.record(object, properties: properties)
+                    if let key = object.objectID.primaryKey, let gone = missing[key] {
+                        record.missing = gone
+                        for (attribute, what) in gone.sorted(by: { $0.key < $1.key }) {
+                            warn("\(record.uri) \(attribute): \(what) is missing; dumped as null")
+                        }
+                        missingCount += gone.count
+                    }
                     if let csv {
                         try csv.write(line: CSV.row([record.uri] + properties.map { Self.cell(record.values[$0.name] ?? .null, for: $0) }))
                     } else {
@@ -158,6 +167,35 @@ struct StoreDumper {
         }
         try jsonl?.close()
         progress.finish()
+        if missingCount > 0 {
+            throw CommandFailure("\(missingCount) value\(missingCount == 1 ? " was" : "s were") missing from the store's external data folder (every object was dumped; see the warnings)")
+        }
+    }
+
+    /// The external data files the rows of `entity` name that are not there, by
+    /// primary key and attribute (a store copied without its `_SUPPORT` folder).
+    private func missingExternalData(of entity: EntityDescription, mapping: SQLiteSchema.EntityMapping, store: SQLiteStore,
+                                     keys: DatabaseQueue) throws -> [Int64: [String: String]] {
+        let storage = ExternalBinaryStorage(storeURL: URL(fileURLWithPath: path))
+        var missing: [Int64: [String: String]] = [:]
+        for case let attribute as AttributeDescription in entity.allProperties where attribute.allowsExternalBinaryDataStorage {
+            guard let column = store.schema.column(forProperty: attribute.name, ofEntityNamed: entity.name) else { continue }
+            let rows = try keys.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT Z_PK, \(SQLiteIdentifier.quoted(column)) FROM \(SQLiteIdentifier.quoted(mapping.tableName))
+                    WHERE Z_ENT = ? AND \(SQLiteIdentifier.quoted(column)) IS NOT NULL
+                    """, arguments: [mapping.entityNumber])
+            }
+            for row in rows {
+                guard let key = row[0] as Int64?, let data = row[1] as Data?,
+                      let reference = ExternalBinaryStorage.externalReference(in: data) else { continue }
+                let file = storage.fileURL(for: reference)
+                if !FileManager.default.fileExists(atPath: file.path) {
+                    missing[key, default: [:]][attribute.name] = "external data file \(file.lastPathComponent)"
+                }
+            }
+        }
+        return missing
     }
 
     /// A CSV cell: a to-many relationship's URIs separated by spaces, other values

@@ -58,6 +58,21 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// bundles), then in the store's own model cache.
     public internal(set) var versionBundleURL: URL?
 
+    /// Whether the model was rebuilt from a store's schema rather than loaded from a
+    /// model file or a store's model cache (see ``SQLiteStore/reconstructedModel(at:)``).
+    /// Its version hashes are not those of the model that wrote the store, so a
+    /// store opened with it is read-only.
+    public internal(set) var isReconstructed = false
+
+    /// Set on a store's own cached model whose version hashes, as computed here,
+    /// differ from those the store records (a hashing rule not reproduced yet): it
+    /// still is the store's model, so it reads the store, read-only.
+    var hashesDifferFromItsStore = false
+
+    /// Whether a store opened with this model skips the version-hash check and is
+    /// read-only: a reconstructed model, or a cached one whose hashes differ.
+    var readsWithoutVersionCheck: Bool { isReconstructed || hashesDifferFromItsStore }
+
     private var frozen = false
     private var frozenEntitiesByName: [String: EntityDescription]?
 

@@ -146,9 +146,8 @@ extension ManagedObjectModel {
         if attribute.attributeType == .undefined && !attribute.isTransient {
             problem(entity.name, attribute.name, "Attribute '\(label)' has type Undefined but is not transient")
         }
-        if let composite = attribute as? CompositeAttributeDescription, composite.elements.isEmpty {
-            problem(entity.name, attribute.name, "Composite attribute '\(label)' has no elements")
-        }
+        // A composite attribute with no elements is accepted, as Core Data accepts
+        // it (SwiftData records a Swift enum property so): it has no column.
     }
 
     private func validateRelationship(_ relationship: RelationshipDescription, in entity: EntityDescription,
@@ -168,9 +167,8 @@ extension ManagedObjectModel {
         if relationship.maxCount > 0 && relationship.minCount > relationship.maxCount {
             problem(entity.name, relationship.name, "Relationship '\(label)' has minimum count \(relationship.minCount) above its maximum \(relationship.maxCount)")
         }
-        if relationship.isOrdered && !relationship.isToMany {
-            problem(entity.name, relationship.name, "Relationship '\(label)' is ordered but to-one")
-        }
+        // An ordered to-one is accepted, as Core Data accepts it (Apple's own models
+        // have them): the flag means nothing for one destination.
         guard let inverseName = relationship.inverseRelationshipName, !inverseName.isEmpty else { return }
         guard let inverse = destination.relationshipsByName[inverseName] else {
             problem(entity.name, relationship.name, "Relationship '\(label)' has inverse '\(inverseName)', which is not a relationship of '\(destinationName)'")

@@ -140,26 +140,27 @@ struct SQLiteSchemaReadingTests {
         #expect(missing?.message.contains("entity 'Weather' is in the model but not in the store") == true)
     }
 
-    @Test("A column declared with another type is reported")
-    func wrongColumnType() throws {
+    @Test("A column declared with another type, or with none, is read by value (SQLite columns hold any value)")
+    func otherColumnTypes() throws {
         let model = try ManagedObjectModel {
-            Entity("Note") { Attribute("title", .string) }
+            Entity("Note") {
+                Attribute("title", .string)
+                Attribute("kind", .string)
+            }
         }
         let url = try Fixtures.temporaryDirectory().appendingPathComponent("Odd.sqlite")
         defer { SQLiteTestSupport.remove(url) }
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in
-            try db.execute(sql: "CREATE TABLE ZNOTE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTITLE INTEGER )")
+            try db.execute(sql: "CREATE TABLE ZNOTE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTITLE INTEGER, ZKIND )")
             try db.execute(sql: "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
             try db.execute(sql: "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
             try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (1, 'Note', 0, 0)")
         }
-        let error = #expect(throws: CoreDataError.self) {
-            try queue.read { db in try SQLiteSchema(reading: db, model: model) }
-        }
-        #expect(error?.code == .persistentStoreIncompatibleSchema)
-        #expect(error?.message.contains("declared INTEGER in the store, the model needs VARCHAR") == true)
-        #expect(error?.entityName == "Note")
+        let schema = try queue.read { db in try SQLiteSchema(reading: db, model: model) }
+        #expect(schema.column(forProperty: "title", ofEntityNamed: "Note") == "ZTITLE")
+        #expect(schema.column(forProperty: "kind", ofEntityNamed: "Note") == "ZKIND")
+        #expect(schema.tableDescription(named: "ZNOTE")?.column(named: "ZKIND")?.declaredType == "")
         try queue.close()
     }
 

@@ -13,8 +13,7 @@ extension SQLiteSchema {
     /// ```
     ///
     /// Throws ``CoreDataError/Code/persistentStoreIncompatibleSchema`` (134020)
-    /// when the store lacks an entity, a table or a column the model needs, or
-    /// declares a column with another type; the message and the underlying errors
+    /// when the store lacks an entity, a table or a column the model needs; the message and the underlying errors
     /// name each entity and property that differ. Columns and entities the model
     /// doesn't know are ignored.
     public init(reading db: Database, model: ManagedObjectModel, configurationName: String? = nil) throws {
@@ -94,7 +93,7 @@ extension SQLiteSchema {
         if !problems.isEmpty { throw SQLiteSchemaReader.incompatible(problems) }
 
         var expected = try SQLiteLayout(model: model, configurationName: configurationName, storeNumbers: storeNumbers).schema
-        try SQLiteSchemaReader.matchJoinTables(db, &expected)
+        try SQLiteSchemaReader.matchJoinTables(db, &expected, model: model)
         try SQLiteSchemaReader.matchRenamedTables(db, &expected, oldNames: oldNames)
         // Who needs each column, to name them in errors.
         var users: [String: [String: (entity: String, property: String)]] = [:]   // table -> column -> user
@@ -151,13 +150,9 @@ extension SQLiteSchema {
                             "column \(column.name)\(what) is missing from table \(table.name)")
                     continue
                 }
+                // A column's declared type is not checked: SQLite columns hold any
+                // value whatever their declaration, and Core Data reads by value.
                 renamed[table.name, default: [:]][SQLiteIdentifier.key(column.name)] = found.name
-                if SQLiteIdentifier.key(found.declaredType) != SQLiteIdentifier.key(column.declaredType) {
-                    let user = users[table.name]?[column.name]
-                    let what = user.map { " ('\($0.entity).\($0.property)')" } ?? ""
-                    problem(user?.entity ?? SQLiteSchemaReader.entity(of: table, users: users), user?.property,
-                            "column \(table.name).\(found.name)\(what) is declared \(found.declaredType) in the store, the model needs \(column.declaredType)")
-                }
             }
             var described = table
             described.columns = real
@@ -235,28 +230,41 @@ enum SQLiteSchemaReader {
         }
     }
 
-    /// Replaces the join tables the naming rule predicts by those the store has:
-    /// the table named by either side of the relationship pair, and columns by their
-    /// names, or their names with the numeric suffix Core Data gives a clashing join
-    /// column (`Z_34REPRESENTATIVEASSETS1`). A table found nowhere is left as
-    /// predicted (the column check then reports it missing).
-    static func matchJoinTables(_ db: Database, _ schema: inout SQLiteSchema) throws {
+    /// Replaces the join tables the naming rule predicts by those the store has.
+    ///
+    /// A store's own names win: the rule for new stores only says which names to
+    /// look for. A many-to-many pair lives in a table named after either side
+    /// (`Z_<entity#><RELATIONSHIP>`); its two key columns are found by the names
+    /// the model implies for them (`Z_<entity#><NAME>`), as they are or with the
+    /// numeric suffix Core Data gives a name that clashes with another join column
+    /// (`Z_14USERS1`); which of two clashing columns got the suffix is read from
+    /// the store, never predicted. Order columns are the key column's `Z_FOK_`
+    /// twin. A table found nowhere is left as predicted (the column check then
+    /// reports it missing).
+    static func matchJoinTables(_ db: Database, _ schema: inout SQLiteSchema, model: ManagedObjectModel) throws {
         var sides: [String: [(entity: String, property: String, join: SQLiteSchema.JoinTable)]] = [:]
         for (entity, properties) in schema.propertyStorage {
             for (property, storage) in properties {
                 if case .joinTable(let join) = storage { sides[SQLiteIdentifier.key(join.tableName), default: []].append((entity, property, join)) }
             }
         }
+        let entities = model.entitiesByName
+        func number(_ entity: EntityDescription?) -> Int { entity.flatMap { schema.entitiesByName[$0.name]?.entityNumber } ?? 0 }
         for index in schema.tables.indices where schema.tables[index].kind == .join {
             let table = schema.tables[index]
-            let expectedKeys = Set(table.columns.map { SQLiteIdentifier.key($0.name) })
-            let existing = try columns(db, table.name)
-            if !existing.isEmpty, expectedKeys.isSubset(of: Set(existing.map { SQLiteIdentifier.key($0.name) })) { continue }
             guard let users = sides[SQLiteIdentifier.key(table.name)], !users.isEmpty else { continue }
+            // The unsuffixed names of each side's columns, and the tables either side would name.
+            var bases: [String: (source: String, destination: String)] = [:]   // entity \0 property -> bases
             var candidates = [table.name]
             for user in users.sorted(by: { ($0.entity, $0.property) < ($1.entity, $1.property) }) {
-                let number = schema.entitiesByName[user.entity]?.entityNumber ?? 0
-                candidates.append("Z_\(number)\(user.property.uppercased())")
+                guard let relationship = entities[user.entity]?.relationshipsByName[user.property] else { continue }
+                let declaring = relationship.entity
+                let inverse = relationship.inverseRelationship
+                let reflexive = inverse === relationship
+                let source = "Z_\(number(declaring))\((inverse?.name ?? relationship.name).uppercased())"
+                let destination = reflexive ? "REFLEXIVE" : "Z_\(number(inverse?.entity))\(relationship.name.uppercased())"
+                bases[user.entity + "\u{0}" + user.property] = (source, destination)
+                candidates.append("Z_\(number(declaring))\(relationship.name.uppercased())")
             }
             var found: (name: String, columns: [SQLiteSchema.Column])?
             for candidate in candidates {
@@ -264,41 +272,44 @@ enum SQLiteSchemaReader {
                 if !real.isEmpty { found = (candidate, real); break }
             }
             guard let found else { continue }
-            let realKeys = found.columns.map { SQLiteIdentifier.key($0.name) }
-            func realName(_ column: String) -> String {
-                let key = SQLiteIdentifier.key(column)
-                if let exact = found.columns.first(where: { SQLiteIdentifier.key($0.name) == key }) { return exact.name }
-                var base = key
-                while let last = base.last, last.isNumber, base.count > 2 { base.removeLast() }
-                let suffixed = found.columns.filter { real in
-                    let realKey = SQLiteIdentifier.key(real.name)
-                    return realKey.hasPrefix(base) && realKey.count > base.count
-                        && realKey.dropFirst(base.count).allSatisfy(\.isNumber)
+            let keyColumns = found.columns.filter { !SQLiteIdentifier.key($0.name).hasPrefix("Z_FOK_") }
+            /// The store's column for `base`: the one named so, else the one named
+            /// `base` plus digits, when exactly one is (nil when none).
+            func realName(_ base: String, excluding taken: String?) -> String? {
+                let key = SQLiteIdentifier.key(base)
+                if let exact = keyColumns.first(where: { SQLiteIdentifier.key($0.name) == key && $0.name != taken }) { return exact.name }
+                let suffixed = keyColumns.filter { column in
+                    let realKey = SQLiteIdentifier.key(column.name)
+                    return column.name != taken && realKey.hasPrefix(key) && realKey.count > key.count
+                        && realKey.dropFirst(key.count).allSatisfy(\.isNumber)
                 }
-                return suffixed.count == 1 ? suffixed[0].name : column
+                return suffixed.count == 1 ? suffixed[0].name : nil
             }
             func realOrder(_ column: String?, of keyColumn: String) -> String? {
                 guard column != nil else { return nil }
-                let order = "Z_FOK_" + keyColumn.dropFirst(2)
-                return realKeys.contains(SQLiteIdentifier.key(order)) ? found.columns.first { SQLiteIdentifier.key($0.name) == SQLiteIdentifier.key(order) }?.name : column
+                let order = SQLiteIdentifier.key("Z_FOK_" + keyColumn.dropFirst(2))
+                return found.columns.first { SQLiteIdentifier.key($0.name) == order }?.name ?? column
             }
             var renamedColumns: [String: String] = [:]
             for user in users {
                 var join = user.join
                 join.tableName = found.name
-                join.sourceColumn = realName(user.join.sourceColumn)
-                join.destinationColumn = realName(user.join.destinationColumn)
+                if let base = bases[user.entity + "\u{0}" + user.property] {
+                    // The exact names first, so that a suffixed column is never taken for its unsuffixed twin.
+                    let exactSource = keyColumns.contains { SQLiteIdentifier.key($0.name) == SQLiteIdentifier.key(base.source) }
+                    if exactSource || base.destination == "REFLEXIVE" {
+                        join.sourceColumn = realName(base.source, excluding: nil) ?? join.sourceColumn
+                        join.destinationColumn = realName(base.destination, excluding: join.sourceColumn) ?? join.destinationColumn
+                    } else {
+                        join.destinationColumn = realName(base.destination, excluding: nil) ?? join.destinationColumn
+                        join.sourceColumn = realName(base.source, excluding: join.destinationColumn) ?? join.sourceColumn
+                    }
+                }
                 join.orderColumn = realOrder(user.join.orderColumn, of: join.destinationColumn)
                 renamedColumns[user.join.sourceColumn] = join.sourceColumn
                 renamedColumns[user.join.destinationColumn] = join.destinationColumn
                 if let old = user.join.orderColumn, let new = join.orderColumn { renamedColumns[old] = new }
                 schema.propertyStorage[user.entity]?[user.property] = .joinTable(join)
-                // Subentities inherit the storage: rename theirs too.
-                for (entity, properties) in schema.propertyStorage where entity != user.entity {
-                    if case .joinTable(let inherited)? = properties[user.property], inherited == user.join {
-                        schema.propertyStorage[entity]?[user.property] = .joinTable(join)
-                    }
-                }
             }
             schema.tables[index].name = found.name
             schema.tables[index].columns = table.columns.map { .init(name: renamedColumns[$0.name] ?? $0.name, declaredType: $0.declaredType) }

@@ -199,13 +199,16 @@ public final class SQLiteStore: PersistentStore {
         self.url = url
         self.model = model
         self.configurationName = configurationName
-        let isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true"
+        // A model rebuilt from the store's schema reads it, and never writes it.
+        let isReadOnly = options[Option.readOnly] == "1" || options[Option.readOnly]?.lowercased() == "true" || model.readsWithoutVersionCheck
         self.transformers = transformers
         let exists = FileManager.default.fileExists(atPath: url.path)
         if exists {
             // Refused before any connection that could write (and checkpoint on close) opens.
             let metadata = try SQLiteStoreMetadata.read(at: url)
-            try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
+            if !model.readsWithoutVersionCheck {
+                try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
+            }
         } else {
             if isReadOnly {
                 throw CoreDataError(.persistentStoreOpen, "No store at \(url.path) to open read-only", url: url)
@@ -241,7 +244,9 @@ public final class SQLiteStore: PersistentStore {
             heldRead.attach(queue)
             let (metadata, schema, hasHistory) = try queue.read { db -> ([String: Any], SQLiteSchema, Bool) in
                 let metadata = try SQLiteStoreMetadata.read(from: db, url: url)
-                try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
+                if !model.readsWithoutVersionCheck {
+                    try SQLiteStoreMetadata.checkCompatibility(of: metadata, with: model, configurationName: configurationName)
+                }
                 let schema = try SQLiteSchema(reading: db, model: model, configurationName: configurationName)
                 return (metadata, schema, try SQLiteHistory.hasRecordedHistory(db))
             }
@@ -601,16 +606,32 @@ public final class SQLiteStore: PersistentStore {
         switch attribute.attributeType {
         case .transformable:
             guard var data = Data.fromDatabaseValue(value) else { return .null }
-            if attribute.allowsExternalBinaryDataStorage { data = try externalStorage.decode(data, for: attribute) }
+            if attribute.allowsExternalBinaryDataStorage {
+                guard let external = try externalValue(data, for: attribute, entity: entity) else { return .null }
+                data = external
+            }
             // A transformer this process has not registered (an app's own, say): the
             // value is its stored bytes, so the store can still be read.
             guard isRegistered(attribute.valueTransformerName) else { return .data(data) }
             return try transformers.reverseTransformedValue(data, for: attribute)
         case .binaryData where attribute.allowsExternalBinaryDataStorage:
             guard let data = Data.fromDatabaseValue(value) else { return .null }
-            return .data(try externalStorage.decode(data, for: attribute))
+            return try externalValue(data, for: attribute, entity: entity).map(AttributeValue.data) ?? .null
         default:
             return SQLiteValueEncoding.attributeValue(value, as: attribute.attributeType)
+        }
+    }
+
+    /// The bytes of an external-storage column, or nil when the file it names is
+    /// missing (a store copied without its `.<name>_SUPPORT/_EXTERNAL_DATA` folder):
+    /// as Core Data, the value reads as nil and the object stays readable; the
+    /// missing file is logged. Other damage still throws.
+    private func externalValue(_ column: Data, for attribute: AttributeDescription, entity: EntityDescription) throws -> Data? {
+        do {
+            return try externalStorage.decode(column, for: attribute)
+        } catch let error as CoreDataError where error.code == .fileReadNoSuchFile {
+            SQLDebug.logger.warning("\(entity.name).\(attribute.name): \(error.message); the value reads as nil")
+            return nil
         }
     }
 
@@ -762,5 +783,78 @@ extension SQLiteStore {
             throw CoreDataError(.migrationMissingSourceModel, "The store at \(url.path) has no model cache (Z_MODELCACHE); open it with its model", url: url)
         }
         return try ManagedObjectModel(modelCacheData: blob)
+    }
+
+    /// The model rebuilt from the schema of the store at `url`, for a store whose
+    /// model is nowhere to be had (see `SQLiteModelReconstruction` for what is
+    /// read from where). The model is marked ``ManagedObjectModel/isReconstructed``:
+    /// a store opened with it is read-only.
+    ///
+    /// ```swift
+    /// let model = try SQLiteStore.reconstructedModel(at: storeURL)
+    /// model.entitiesByName["Photo"]?.attributesByName.keys   // "title", "datetaken", ...
+    /// ```
+    ///
+    /// - Throws: ``CoreDataError``: ``CoreDataError/Code/fileReadNoSuchFile`` (260)
+    ///   when there is no file; ``CoreDataError/Code/persistentStoreIncompatibleSchema``
+    ///   (134020) when the database is not a Core Data store (no `Z_PRIMARYKEY`);
+    ///   ``CoreDataError/Code/fileReadCorruptFile`` (259) or ``CoreDataError/Code/sqlite``
+    ///   (134180) when it cannot be read.
+    public static func reconstructedModel(at url: URL) throws -> ManagedObjectModel {
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)
+        }
+        do {
+            let queue = try DatabaseQueue(path: url.path, configuration: .readOnlyLook("OpenCoreData.SQLiteStore.reconstruction"))
+            defer { try? queue.close() }
+            return try queue.read { db in try SQLiteModelReconstruction.model(db) }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw SQLiteStoreErrors.coreDataError(error, url: url, doing: "reading the store's schema")
+        }
+    }
+
+    /// Where a model that reads a store came from (see ``readingModel(at:)``).
+    public enum ModelSource: Sendable, Equatable {
+        /// The model cached in the store (`Z_MODELCACHE`).
+        case modelCache
+        /// Rebuilt from the store's schema, with the reason the cache could not serve.
+        case reconstructed(reason: String)
+    }
+
+    /// The model to read the store at `url` with when the caller has none: the
+    /// store's cached model, else (no cache, or one that cannot be decoded) the
+    /// model rebuilt from its schema, with a warning saying so. What `ocd` uses.
+    ///
+    /// ```swift
+    /// let (model, source) = try SQLiteStore.readingModel(at: storeURL)
+    /// if case .reconstructed(let reason) = source { print("warning: \(reason)") }
+    /// ```
+    ///
+    /// - Throws: the errors of ``reconstructedModel(at:)``.
+    public static func readingModel(at url: URL) throws -> (model: ManagedObjectModel, source: ModelSource) {
+        let reason: String
+        do {
+            let cached = try storedModel(at: url)
+            let problems = cached.incompatibilities(withName: nil, storeMetadata: try SQLiteStoreMetadata.read(at: url))
+            if !problems.isEmpty {
+                // The store's own model: Core Data reads the store with it. Our hash
+                // differs (a rule not reproduced yet): read it, without writing.
+                cached.hashesDifferFromItsStore = true
+                ModelLoadingLog.warning("The store's cached model reads it read-only: its version hashes as computed here differ from the store's (\(problems.joined(separator: "; ")))",
+                                        entity: nil, property: nil)
+            }
+            return (cached, .modelCache)
+        } catch let error as CoreDataError where error.code == .migrationMissingSourceModel {
+            reason = "the store has no model cache"
+        } catch let error as CoreDataError where error.code == .fileReadCorruptFile {
+            // A cache that cannot be decoded (or a file that is no database: the
+            // reconstruction then fails with the file's own error).
+            reason = "the store's model cache cannot be read (\(error.message))"
+        }
+        let model = try reconstructedModel(at: url)
+        ModelLoadingLog.warning("The model was reconstructed from the store's schema: \(reason)", entity: nil, property: nil)
+        return (model, .reconstructed(reason: reason))
     }
 }
