@@ -190,8 +190,9 @@ enum SharedFixtures {
     }
 
     /// A store's entity numbering and its Core Data tables with their columns
-    /// (history tables and SQLite's own left out).
-    static func layout(_ url: URL) throws -> (numbers: [String: Int], tables: [String: [String]]) {
+    /// (history tables and SQLite's own left out). Columns as a set: a store
+    /// migrated in place appends the columns a later version added.
+    static func layout(_ url: URL) throws -> (numbers: [String: Int], tables: [String: Set<String>]) {
         let queue = try DatabaseQueue(path: url.path)
         defer { try? queue.close() }
         return try queue.read { db in
@@ -199,10 +200,10 @@ enum SharedFixtures {
             for row in try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_NAME FROM Z_PRIMARYKEY WHERE Z_ENT < 16000") {
                 numbers[row[1]] = row[0]
             }
-            var tables: [String: [String]] = [:]
+            var tables: [String: Set<String>] = [:]
             for name in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z%'")
             where name != "Z_MODELCACHE" {
-                tables[name] = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [name])
+                tables[name] = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [name]))
             }
             return (numbers, tables)
         }
