@@ -77,6 +77,58 @@ struct SharedFixtureSweepTests {
         #expect(extracted.entityVersionHashesByName == source.entityVersionHashesByName, "\(store): extracted hashes")
     }
 
+    @Test("Every store of a multi-version bundle migrates to the bundle's newest version: counts kept, schema of a new store",
+          arguments: SharedFixtures.stores)
+    func migratesToNewest(store: String) throws {
+        guard let bundle = try SharedFixtures.bundle(for: store) else { return }
+        let copy = try SharedFixtures.copy(store)
+        let before = try SharedFixtures.plainCounts(copy)
+        let repository = SharedFixtures.root.appendingPathComponent(String(store.split(separator: "/")[0]))
+        let output: String
+        do {
+            output = try runOCD(["store", "migrate", copy.path, "--model", bundle.path, "--mappings", repository.path])
+        } catch let failure as CommandFailure where failure.description.contains("needs the migration policy class") {
+            // The app's mapping models name its own policy classes (app code, not in
+            // the fixture): the command refuses them and leaves the store alone, as
+            // checked here; the versions still migrate with inferred mappings.
+            #expect(try SharedFixtures.plainCounts(copy) == before)
+            output = try runOCD(["store", "migrate", copy.path, "--model", bundle.path])
+        }
+        #expect(output.contains("Migrated") || output.contains("nothing to migrate"), "\(store): \(output)")
+
+        let current = try XcodeDataModel(contentsOf: bundle).currentModel()
+        #expect(current.incompatibilities(withName: nil, storeMetadata: try SQLiteStoreMetadata.read(at: copy)).isEmpty,
+                "\(store): the migrated store's hashes are the newest version's")
+        // Every object of an entity every version has is still there (inferred steps
+        // keep every object; an entity a version dropped comes back empty).
+        let after = try SharedFixtures.plainCounts(copy)
+        let versions = try XcodeDataModel(contentsOf: bundle)
+        let everywhere = try versions.versionNames.reduce(Set(current.entitiesByName.keys)) { kept, name in
+            kept.intersection(try versions.model(forVersion: name).entitiesByName.keys)
+        }
+        if !output.contains("(mapping model") {
+            for (entity, rows) in before where everywhere.contains(entity) {
+                #expect(after[entity] == rows, "\(store): \(entity) after migration")
+            }
+        }
+        // It opens with the newest version, and has a new store's tables and columns.
+        _ = try SharedFixtures.info(copy, modelArguments: ["--model", bundle.path])
+        let created = copy.deletingLastPathComponent().appendingPathComponent("created.sqlite")
+        try SQLiteStoreFile.createStore(at: created, model: current)
+        let (migratedLayout, createdLayout) = (try SharedFixtures.layout(copy), try SharedFixtures.layout(created))
+        let compare = {
+            #expect(Set(migratedLayout.tables.keys) == Set(createdLayout.tables.keys), "\(store): tables after migration")
+            for (table, columns) in createdLayout.tables {
+                #expect(migratedLayout.tables[table] == columns, "\(store): columns of \(table) after migration")
+            }
+        }
+        if SharedFixtures.knownLayoutDifferences.contains(where: { store.contains($0) }) {
+            withKnownIssue("Core Data's rule for this model's join-table suffixes is not reproduced yet", isIntermittent: true, compare)
+        } else {
+            compare()
+        }
+    }
+
     @Test("A store created from the model that wrote a fixture store has its tables, columns and numbering",
           arguments: SharedFixtures.stores)
     func createdSchema(store: String) throws {
@@ -187,6 +239,21 @@ enum SharedFixtures {
             if model.incompatibilities(withName: nil, storeMetadata: metadata).isEmpty { return url }
         }
         return nil
+    }
+
+    /// The multi-version `.xcdatamodeld` bundle one of whose versions wrote the
+    /// store (matched by version hashes, or the bundle beside a store whose writing
+    /// version it lacks but whose cache it can migrate from), nil when none.
+    static func bundle(for store: String) throws -> URL? {
+        if let version = try writingModel(for: store) {
+            let bundle = version.deletingLastPathComponent()
+            guard bundle.pathExtension == "xcdatamodeld",
+                  (try? XcodeDataModel(contentsOf: bundle))?.versionNames.count ?? 0 > 1 else { return nil }
+            return bundle
+        }
+        // Wire's store1-24: written by a version no longer in the bundle.
+        return store.hasPrefix("wireapp+")
+            ? root.appendingPathComponent("wireapp+wire-ios-data-model/Resources/zmessaging.xcdatamodeld") : nil
     }
 
     /// A store's entity numbering and its Core Data tables with their columns

@@ -152,8 +152,10 @@ public struct MigrationPlan: Sendable {
     ///   - mappingModels: Mapping models to prefer to inference, by name.
     ///   - configurationName: The configuration the store holds.
     /// - Returns: The plan (no step when the store is already at the target).
+    ///   A store written by a version the bundle does not have is migrated from
+    ///   the model cached in it, in one step to the target.
     /// - Throws: ``CoreDataError``: ``CoreDataError/Code/migrationMissingSourceModel``
-    ///   (134130) when no version matches the store;
+    ///   (134130) when no version matches the store and it caches no model that does;
     ///   ``CoreDataError/Code/migration`` (134110) for an unknown target or one
     ///   older than the store; ``CoreDataError/Code/migrationMissingMappingModel``
     ///   (134140) for a step with no mapping model that cannot be inferred.
@@ -167,6 +169,17 @@ public struct MigrationPlan: Sendable {
         }
         guard let sourceName = try versions.versionName(compatibleWithStoreMetadata: metadata, configurationName: configurationName),
               let sourceIndex = versions.versionNames.firstIndex(of: sourceName) else {
+            // A store written by a version the bundle no longer has: as Core Data,
+            // the model cached in the store is the source, one step to the target.
+            if let cached = try? SQLiteStore.storedModel(at: url),
+               cached.isConfiguration(withName: configurationName, compatibleWithStoreMetadata: metadata) {
+                let model = try versions.model(forVersion: target)
+                let name = "the store's cached model"
+                let (mapping, source) = try mapping(from: cached, to: model, mappingModels: mappingModels, infers: true,
+                                                    stepName: "\(name) -> \(target)")
+                return MigrationPlan(steps: [Step(sourceVersion: name, destinationVersion: target, sourceModel: cached,
+                                                  destinationModel: model, mappingModel: mapping, mappingSource: source)])
+            }
             throw CoreDataError(.migrationMissingSourceModel,
                                 "Persistent store migration failed, missing source managed object model: no version of \(versions.url.lastPathComponent) matches the store's entity version hashes",
                                 url: url)
