@@ -74,6 +74,27 @@ enum SQLiteFunctions {
         db.add(function: compareFunction)
         db.add(collation: compareCollation)
         db.add(collation: caseInsensitiveCollation)
+        registerTriggerFunctions(db)
+    }
+
+    /// The functions Core Data's own triggers call (derived attributes
+    /// `Z_DA_...`, and the counting triggers of Apple's models `ZT_...`), each with
+    /// the affected row's table, entity number, key, property and new value. Core
+    /// Data learns from them which registered objects a save changed behind its
+    /// back; here they return NULL, and an affected object reads its new value once
+    /// refreshed, as Core Data documents for derived attributes. Without them any
+    /// write that fires such a trigger fails ("no such function").
+    static let triggerFunctions = [
+        "NSCoreDataTriggerUpdateAffectedObjectValue",
+        "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue",
+        "NSCoreDataDATriggerUpdatedAffectedObjectValue",
+    ].map { name in
+        DatabaseFunction(name, argumentCount: 5, pure: false) { _ in DatabaseValue.null }
+    }
+
+    /// Registers ``triggerFunctions`` on a connection that may write a store.
+    static func registerTriggerFunctions(_ db: Database) {
+        for function in triggerFunctions { db.add(function: function) }
     }
 
     /// Registers a localized sort collation on `db` unless it already has it.

@@ -33,6 +33,8 @@ extension Configuration {
         var configuration = Configuration()
         configuration.label = label
         configuration.busyMode = .timeout(timeout)
+        // A write may fire Core Data's own triggers, which call its functions.
+        configuration.prepareDatabase { db in SQLiteFunctions.registerTriggerFunctions(db) }
         return configuration
     }
 }
