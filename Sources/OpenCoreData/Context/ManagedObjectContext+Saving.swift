@@ -122,8 +122,12 @@ extension ManagedObjectContext {
         // Objects whose only changes are transient write no row: their version stays.
         var rowWritten = [Bool](repeating: false, count: updated.count)
         for (position, object) in updated.enumerated() {
-            let changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
+            var changedIndexes = object.changedIndexes().filter { !object.entity.allProperties[$0].isTransient }
             guard !changedIndexes.isEmpty else { continue }
+            // A derived attribute of the row is written with every change of it.
+            for derivation in object.entity.ownRowDerivations where !changedIndexes.contains(derivation.index) {
+                changedIndexes.append(derivation.index)
+            }
             rowWritten[position] = true
             changes.updated.append(RowSnapshot(objectID: object.objectID, version: object.committedVersion ?? 0,
                                                rowValues: stored(remapped(object.storage ?? RowValues()), of: object.entity)))
@@ -238,10 +242,23 @@ extension ManagedObjectContext {
 
     /// Transient properties are not stored: their slots are saved as nil.
     private func stored(_ values: RowValues, of entity: EntityDescription) -> RowValues {
-        if entity.frozenHasTransients == false { return values }
+        let derivations = entity.ownRowDerivations
+        if entity.frozenHasTransients == false && derivations.isEmpty { return values }
         var values = values
-        for (index, property) in entity.allProperties.enumerated() where index < values.count && property.isTransient {
-            values[index] = .attribute(.null)
+        if entity.frozenHasTransients != false {
+            for (index, property) in entity.allProperties.enumerated() where index < values.count && property.isTransient {
+                values[index] = .attribute(.null)
+            }
+        }
+        // Derived attributes of the object's own row, computed as Core Data
+        // computes them on save (the object reads them once refreshed).
+        let now = Date()
+        for derivation in derivations where derivation.index < values.count {
+            var source = AttributeValue.null
+            if let sourceIndex = derivation.sourceIndex, sourceIndex < values.count, case .attribute(let value) = values[sourceIndex] {
+                source = value
+            }
+            values[derivation.index] = .attribute(derivation.form.ownRowValue(source: source, now: now))
         }
         return values
     }

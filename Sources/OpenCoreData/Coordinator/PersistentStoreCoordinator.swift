@@ -366,6 +366,7 @@ public final class PersistentStoreCoordinator: Sendable {
         } else {
             byStore = Self.grouped(changes, by: key)
         }
+        var changedBehind: [ManagedObjectID] = []
         for (identifier, storeChanges) in byStore.sorted(by: { $0.key < $1.key }) {
             guard let store = persistentStore(withIdentifier: identifier) else {
                 throw CoreDataError(.persistentStoreSave, "No persistent store with identifier '\(identifier)'")
@@ -374,9 +375,12 @@ public final class PersistentStoreCoordinator: Sendable {
             // trust rows fetched before.
             defer { rowGeneration.add(1, ordering: .releasing) }
             try store.save(storeChanges)
+            if let triggered = store as? any ChangesRowsBehindSaves { changedBehind += triggered.takeRowsChangedBehindSave() }
         }
         state.withLock { state in
             guard !state.rowCache.isEmpty else { return }
+            // Rows a store's triggers changed are read again.
+            defer { for id in changedBehind { state.rowCache[id] = nil } }
             for row in changes.updated {
                 // Another save may have cached a newer version meanwhile.
                 guard var entry = state.rowCache[row.objectID], entry.row.version <= row.version else { continue }

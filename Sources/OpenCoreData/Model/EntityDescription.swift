@@ -131,11 +131,14 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         let propertyNames: [String]
         /// The bits of each of `propertyNames` (see `indexOfProperty(named:)`).
         let propertyNameBits: [StringBits]
+        /// The derived attributes computed from the object's own row.
+        let ownRowDerivations: [Derivation]
 
         init(allProperties: [PropertyDescription], propertiesByName: [String: PropertyDescription],
              attributesByName: [String: AttributeDescription], relationshipsByName: [String: RelationshipDescription],
-             propertyIndexes: [String: Int], propertyNames: [String]) {
+             propertyIndexes: [String: Int], propertyNames: [String], ownRowDerivations: [Derivation]) {
             self.allProperties = allProperties
+            self.ownRowDerivations = ownRowDerivations
             self.propertiesByName = propertiesByName
             self.attributesByName = attributesByName
             self.relationshipsByName = relationshipsByName
@@ -158,7 +161,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
             if let relationship = property as? RelationshipDescription { relationships[property.name] = relationship }
         }
         return Cache(allProperties: all, propertiesByName: byName, attributesByName: attributes,
-                     relationshipsByName: relationships, propertyIndexes: indexes, propertyNames: all.map(\.name))
+                     relationshipsByName: relationships, propertyIndexes: indexes, propertyNames: all.map(\.name),
+                     ownRowDerivations: Self.derivations(of: all).filter { $0.form.isOwnRow })
     }
 
     @exclusivity(unchecked) private var frozenVersionHash: Data?  // unchecked: written once as the model freezes, read-only after
@@ -178,6 +182,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
 
     // Each accessor reads one field of the frozen cache (`frozenCache?.field`).
+
+    /// The own-row derived attributes, once the model is frozen.
+    var frozenOwnRowDerivations: [Derivation]? { frozenCache?.ownRowDerivations }
 
     /// Every property, inherited ones first (superentity order), then the entity's own.
     public var allProperties: [PropertyDescription] { frozenCache?.allProperties ?? makeCache().allProperties }

@@ -200,7 +200,53 @@ public final class InMemoryStore: PersistentStore {
                 guard let pk = id.primaryKey else { continue }
                 next.rows[id.entity.name]?[pk] = nil
             }
+            Self.updateDerivedAttributes(in: &next, model: model)
             state = next
+        }
+    }
+
+    /// Derived attributes that follow relationships (`rel.attr`, `rel.@count`,
+    /// `rel.attr.@sum`), computed again over every row that has one, as the SQLite
+    /// store's triggers keep them (the own-row forms come computed with the rows).
+    static func updateDerivedAttributes(in state: inout State, model: ManagedObjectModel) {
+        for entity in model.entities {
+            let derivations = entity.derivations.filter { !$0.form.isOwnRow }
+            guard !derivations.isEmpty, let rows = state.rows[entity.name] else { continue }
+            let before = state
+            for (pk, var row) in rows {
+                for derivation in derivations where derivation.index < row.rowValues.count {
+                    row.rowValues[derivation.index] = .attribute(derivedValue(derivation.form, of: row, in: before))
+                }
+                state.rows[entity.name]?[pk] = row
+            }
+        }
+    }
+
+    private static func derivedValue(_ form: DerivationForm, of row: RowSnapshot, in state: State) -> AttributeValue {
+        switch form {
+        case .toOne(let relationship, let key):
+            guard case .toOne(let id?)? = row.value(named: relationship), let target = state.row(id) else { return .null }
+            return target.value(named: key)?.attributeValue ?? .null
+        case .aggregate(let relationship, let key, let aggregate):
+            let ids: [ManagedObjectID]
+            if case .toMany(let list?)? = row.value(named: relationship) { ids = list } else { ids = [] }
+            switch aggregate {
+            case .count: return .int(Int64(ids.count))
+            case .sum:
+                guard let key else { return .null }
+                var integer: Int64 = 0, double = 0.0, isDouble = false
+                for id in ids {
+                    switch state.row(id)?.value(named: key)?.attributeValue {
+                    case .int(let value)?: integer &+= value
+                    case .double(let value)?: double += value; isDouble = true
+                    case .decimal(let value)?: double += NSDecimalNumber(decimal: value).doubleValue; isDouble = true
+                    default: continue
+                    }
+                }
+                return isDouble ? .double(double + Double(integer)) : .int(integer)
+            }
+        case .copy, .transform, .now:
+            return row.value(named: "")?.attributeValue ?? .null
         }
     }
 

@@ -74,30 +74,32 @@ enum SQLiteFunctions {
         db.add(function: compareFunction)
         db.add(collation: compareCollation)
         db.add(collation: caseInsensitiveCollation)
-        registerTriggerFunctions(db)
     }
 
-    /// The functions Core Data's own triggers call (derived attributes
+    /// The names of the functions Core Data's own triggers call (derived attributes
     /// `Z_DA_...`, and the counting triggers of Apple's models `ZT_...`), each with
     /// the affected row's table, entity number, key, property and new value. Core
-    /// Data learns from them which registered objects a save changed behind its
-    /// back; here they return NULL, and an affected object reads its new value once
-    /// refreshed, as Core Data documents for derived attributes. Without them any
-    /// write that fires such a trigger fails ("no such function").
-    static let triggerFunctions = [
+    /// Data learns from them which rows a save changed behind its back. Without
+    /// them any write that fires such a trigger fails ("no such function").
+    static let triggerFunctionNames = [
         "NSCoreDataTriggerUpdateAffectedObjectValue",
         "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue",
         "NSCoreDataDATriggerUpdatedAffectedObjectValue",
-    ].map { name in
-        DatabaseFunction(name, argumentCount: 5, pure: false) { _ in DatabaseValue.null }
+    ]
+
+    /// Registers the trigger functions on a connection that may write a store;
+    /// each affected row is reported to `collector` when there is one.
+    static func registerTriggerFunctions(_ db: Database, collector: TriggerAffectedRows? = nil) {
+        for name in triggerFunctionNames {
+            db.add(function: DatabaseFunction(name, argumentCount: 5, pure: false) { values in
+                if let collector, let entity = Int.fromDatabaseValue(values[1]), let key = Int64.fromDatabaseValue(values[2]) {
+                    collector.add(entityNumber: entity, primaryKey: key)
+                }
+                return DatabaseValue.null
+            })
+        }
     }
 
-    /// Registers ``triggerFunctions`` on a connection that may write a store.
-    static func registerTriggerFunctions(_ db: Database) {
-        for function in triggerFunctions { db.add(function: function) }
-    }
-
-    /// Registers a localized sort collation on `db` unless it already has it.
     static func ensureCollation(_ collation: SQLiteSortCollation, in db: Database) {
         if hasCollation(named: collation.name, in: db) { return }
         let selector = collation.selector
@@ -112,4 +114,34 @@ enum SQLiteFunctions {
     private static func hasCollation(named name: String, in db: Database) -> Bool {
         (try? db.makeStatement(sql: "SELECT 'a' < 'b' COLLATE \(SQLiteIdentifier.quoted(name))")) != nil
     }
+}
+
+/// The rows Core Data's triggers changed during a save (their functions report
+/// each one), so that nothing keeps the values the save itself wrote for them.
+final class TriggerAffectedRows: Sendable {
+    private let rows = Lock<Set<RowKey>>([])
+
+    struct RowKey: Hashable, Sendable {
+        var entityNumber: Int
+        var primaryKey: Int64
+    }
+
+    func add(entityNumber: Int, primaryKey: Int64) {
+        rows.withLock { _ = $0.insert(RowKey(entityNumber: entityNumber, primaryKey: primaryKey)) }
+    }
+
+    /// The rows reported since the last call, which forgets them.
+    func take() -> Set<RowKey> {
+        rows.withLock { rows in
+            defer { rows.removeAll() }
+            return rows
+        }
+    }
+}
+
+/// A store whose saves may change rows besides those they write (Core Data's
+/// triggers): the coordinator drops its cached copies of those rows.
+protocol ChangesRowsBehindSaves: AnyObject {
+    /// The objects whose rows the last save changed behind its back.
+    func takeRowsChangedBehindSave() -> [ManagedObjectID]
 }

@@ -554,6 +554,17 @@ struct SQLiteLayout {
         }
 
         mappings.sort { $0.entityNumber < $1.entityNumber }
+        // Derived attributes that follow relationships: Core Data's triggers.
+        var statementsTriggers: [String] = []
+        for members in hierarchies {
+            for entity in members {
+                for derivation in entity.derivations where !derivation.form.isOwnRow
+                && derivation.attribute.entity?.name == entity.name {
+                    statementsTriggers += SQLiteLayout.derivationTriggers(derivation, of: entity, storage: storage,
+                                                                          tableOf: { tableName(rootInSet($0)) }, entities: inSet)
+                }
+            }
+        }
         let bookkeeping = SQLiteLayout.bookkeepingTables
         schema = SQLiteSchema(
             tables: tables + bookkeeping,
@@ -561,7 +572,85 @@ struct SQLiteLayout {
             entities: mappings,
             entitiesByName: Dictionary(mappings.map { ($0.entityName, $0) }, uniquingKeysWith: { first, _ in first }),
             propertyStorage: storage,
-            creationStatements: statementsTables + statementsJoinIndexes + SQLiteLayout.bookkeepingStatements + statementsIndexes)
+            creationStatements: statementsTables + statementsJoinIndexes + SQLiteLayout.bookkeepingStatements + statementsIndexes
+                + statementsTriggers)
+    }
+
+    // MARK: Derived attributes
+
+    /// The triggers that keep a derived attribute that follows a relationship up to
+    /// date, as Core Data writes them: for `rel.attr` exactly the four of Photos'
+    /// libraries (`Z_DA_<TABLE>_<Entity>_<attribute>_SOURCE_INSERT`/`_SOURCE_UPDATE`
+    /// on the entity's table, `_PARAMETER_INSERT`/`_PARAMETER_UPDATE` on the
+    /// destination's), each reporting the rows it changes through
+    /// `NSCoreDataDATrigger…AffectedObjectValue`. For `rel.@count` and
+    /// `rel.attr.@sum` the same names and shape with a `_PARAMETER_DELETE`,
+    /// recounting from the destination rows (no real store with one has been seen:
+    /// the names follow the `rel.attr` ones).
+    static func derivationTriggers(_ derivation: EntityDescription.Derivation, of entity: EntityDescription,
+                                   storage: [String: [String: SQLiteSchema.PropertyStorage]],
+                                   tableOf: (EntityDescription) -> String, entities: [String: EntityDescription]) -> [String] {
+        let q = SQLiteIdentifier.quoted
+        guard case .column(let column)? = storage[entity.name]?[derivation.attribute.name] else { return [] }
+        let table = tableOf(entity)
+        let name = derivation.attribute.name
+        func report(_ function: String, where condition: String) -> String {
+            "SELECT \(function)('\(table)', Z_ENT, Z_PK, '\(name)', \(q(column))) FROM \(q(table)) WHERE \(condition);"
+        }
+        let inserted = "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue", updated = "NSCoreDataDATriggerUpdatedAffectedObjectValue"
+        switch derivation.form {
+        case .toOne(let relationshipName, let key):
+            guard let relationship = entity.relationshipsByName[relationshipName], !relationship.isToMany,
+                  let destination = relationship.destinationEntityName.flatMap({ entities[$0] }),
+                  case .toOne(let foreignKey, _, _)? = storage[entity.name]?[relationshipName],
+                  case .column(let source)? = storage[destination.name]?[key] else { return [] }
+            let other = tableOf(destination)
+            let value = "(SELECT \(q(source)) FROM \(q(other)) WHERE Z_PK = NEW.\(q(foreignKey)))"
+            let prefix = "Z_DA_\(table)_\(entity.name)_\(name)", parameter = "Z_DA_\(other)_\(entity.name)_\(name)"
+            return [
+                "CREATE TRIGGER \(q(prefix + "_SOURCE_INSERT")) AFTER INSERT ON \(q(table)) FOR EACH ROW BEGIN UPDATE \(q(table)) SET \(q(column)) = \(value) WHERE Z_PK = NEW.Z_PK; \(report(inserted, where: "Z_PK = NEW.Z_PK")) END",
+                "CREATE TRIGGER \(q(prefix + "_SOURCE_UPDATE")) AFTER UPDATE OF \(q(foreignKey)) ON \(q(table)) FOR EACH ROW BEGIN UPDATE \(q(table)) SET \(q(column)) = \(value) WHERE Z_PK = NEW.Z_PK; \(report(updated, where: "Z_PK = NEW.Z_PK")) END",
+                "CREATE TRIGGER \(q(parameter + "_PARAMETER_INSERT")) AFTER INSERT ON \(q(other)) FOR EACH ROW BEGIN UPDATE \(q(table)) SET \(q(column)) = NEW.\(q(source)) WHERE \(q(foreignKey)) = NEW.Z_PK; \(report(inserted, where: "\(q(foreignKey)) = NEW.Z_PK")) END",
+                "CREATE TRIGGER \(q(parameter + "_PARAMETER_UPDATE")) AFTER UPDATE OF \(q(source)) ON \(q(other)) FOR EACH ROW BEGIN UPDATE \(q(table)) SET \(q(column)) = NEW.\(q(source)) WHERE \(q(foreignKey)) = NEW.Z_PK; \(report(updated, where: "\(q(foreignKey)) = NEW.Z_PK")) END",
+            ]
+        case .aggregate(let relationshipName, let key, let aggregate):
+            guard let relationship = entity.relationshipsByName[relationshipName], relationship.isToMany else { return [] }
+            // Where the destinations' keys are: a foreign key in their table, or a join table.
+            let other: String, keyColumn: String, summed: String?
+            switch storage[entity.name]?[relationshipName] {
+            case .toMany(let destinationTable, let foreignKey, _)?:
+                other = destinationTable
+                keyColumn = foreignKey
+                if let key {
+                    guard let destination = relationship.destinationEntityName.flatMap({ entities[$0] }),
+                          case .column(let source)? = storage[destination.name]?[key] else { return [] }
+                    summed = source
+                } else {
+                    summed = nil
+                }
+            case .joinTable(let join)? where key == nil:
+                other = join.tableName
+                keyColumn = join.sourceColumn
+                summed = nil
+            default:
+                return []
+            }
+            let measure = aggregate == .count ? "COUNT(*)" : "IFNULL(SUM(\(q(summed ?? "Z_PK"))), 0)"
+            func value(_ row: String) -> String { "(SELECT \(measure) FROM \(q(other)) WHERE \(q(keyColumn)) = \(row))" }
+            let prefix = "Z_DA_\(table)_\(entity.name)_\(name)", parameter = "Z_DA_\(other)_\(entity.name)_\(name)"
+            let watched = [keyColumn] + (summed.map { [$0] } ?? [])
+            func recount(_ row: String, _ function: String) -> String {
+                "UPDATE \(q(table)) SET \(q(column)) = \(value(row)) WHERE Z_PK = \(row); \(report(function, where: "Z_PK = \(row)"))"
+            }
+            return [
+                "CREATE TRIGGER \(q(prefix + "_SOURCE_INSERT")) AFTER INSERT ON \(q(table)) FOR EACH ROW BEGIN \(recount("NEW.Z_PK", inserted)) END",
+                "CREATE TRIGGER \(q(parameter + "_PARAMETER_INSERT")) AFTER INSERT ON \(q(other)) FOR EACH ROW WHEN NEW.\(q(keyColumn)) IS NOT NULL BEGIN \(recount("NEW.\(q(keyColumn))", inserted)) END",
+                "CREATE TRIGGER \(q(parameter + "_PARAMETER_UPDATE")) AFTER UPDATE OF \(watched.map(q).joined(separator: ", ")) ON \(q(other)) FOR EACH ROW BEGIN \(recount("OLD.\(q(keyColumn))", updated)) \(recount("NEW.\(q(keyColumn))", updated)) END",
+                "CREATE TRIGGER \(q(parameter + "_PARAMETER_DELETE")) AFTER DELETE ON \(q(other)) FOR EACH ROW WHEN OLD.\(q(keyColumn)) IS NOT NULL BEGIN \(recount("OLD.\(q(keyColumn))", updated)) END",
+            ]
+        case .copy, .transform, .now:
+            return []
+        }
     }
 
     // MARK: Types and SQL

@@ -3,7 +3,15 @@ import GRDB
 import GRDBSQLite
 import OpenCoreDataPredicates
 
-extension SQLiteStore {
+extension SQLiteStore: ChangesRowsBehindSaves {
+    func takeRowsChangedBehindSave() -> [ManagedObjectID] {
+        triggerAffectedRows.take().compactMap { row in
+            entity(forNumber: row.entityNumber).map {
+                ManagedObjectID(entity: $0, storeIdentifier: identifier, primaryKey: row.primaryKey)
+            }
+        }
+    }
+
     /// Applies one save in one transaction: version checks (`Z_OPT`), inserts,
     /// updates of changed columns only, deletes, join-table rows and order keys.
     /// On any failure the transaction rolls back and nothing is written.
@@ -12,9 +20,11 @@ extension SQLiteStore {
             throw CoreDataError(.persistentStoreSave, "The store \(url?.path ?? identifier) is read-only", url: url)
         }
         let changes = history == nil ? changes : HistoryAttribution.attributed(changes)
+        _ = triggerAffectedRows.take()
         do {
             try writeChanges(changes)
         } catch {
+            _ = triggerAffectedRows.take()
             // The transaction rolled back. When rows changed in the store since they
             // were read, that is the error, with every conflict (as Core Data reports
             // it): gather them outside the failed transaction.

@@ -43,6 +43,9 @@ public final class SQLiteStore: PersistentStore {
     let heldRead = SQLiteHeldRead()
     let translator: SQLFetchTranslator
     let externalStorage: ExternalBinaryStorage
+    /// The rows Core Data's triggers (derived attributes, Apple's counters) changed
+    /// in the save being written.
+    let triggerAffectedRows: TriggerAffectedRows
     let transformers: ValueTransformerRegistry
     /// Persistent history (nil: not tracked); see SQLiteStore+History.swift.
     let history: SQLiteHistory?
@@ -231,8 +234,11 @@ public final class SQLiteStore: PersistentStore {
             pragmas.append((name, value))
         }
         let pragmaList = pragmas
+        let affected = TriggerAffectedRows()
+        self.triggerAffectedRows = affected
         configuration.prepareDatabase { db in
             SQLiteFunctions.registerFunctions(db)
+            SQLiteFunctions.registerTriggerFunctions(db, collector: affected)
             SQLDebug.install(on: db)
             for (name, value) in pragmaList where name != "journal_mode" {
                 try db.execute(sql: "PRAGMA \(name) = \(value)")
