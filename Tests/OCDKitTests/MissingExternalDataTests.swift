@@ -69,3 +69,43 @@ struct MissingExternalDataTests {
         #expect(sink.warnings.first?.contains(lostFile) == true)
     }
 }
+
+/// `ocd model show` and `ocd model extract` on a store file.
+@Suite("ocd model on a store")
+struct ModelOfStoreTests {
+    @Test("model show reads a store's cached model, model extract writes it as an Xcode model with its hashes")
+    func showAndExtract() throws {
+        let copy = try RealStoreCommandTests.copy("objcio+core-data/Migrations/MigrationsTests/Moody 2.moody")
+        let shown = try runOCD(["model", "show", copy.path, "--json"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(shown.utf8)) as? [String: Any])
+        let entities = try #require(json["entities"] as? [[String: Any]])
+        #expect(Set(entities.compactMap { $0["name"] as? String }) == ["GeographicRegion", "Continent", "Country", "Mood"])
+
+        let target = copy.deletingLastPathComponent().appendingPathComponent("Moody2.xcdatamodel")
+        let output = try runOCD(["model", "extract", copy.path, "-o", target.path])
+        #expect(output.contains("4 entities"))
+        let extracted = try XcodeDataModel(contentsOf: target).currentModel()
+        #expect(extracted.entityVersionHashesByName == (try SQLiteStore.storedModel(at: copy)).entityVersionHashesByName)
+        // The extracted model opens the store it came from.
+        let info = try runOCD(["store", "info", copy.path, "--model", target.path])
+        #expect(info.contains("Mood: 4 objects") || info.contains("Mood:"))
+    }
+
+    @Test("A store without a model cache (framework 419) is read through a reconstructed model, with a warning")
+    func reconstructedInfo() throws {
+        let copy = try RealStoreCommandTests.copy("objcio+issue-4-core-data-migration/BookMigration/Model1.sqlite")
+        let sink = CommandOutput.Sink()
+        try CommandOutput.$sink.withValue(sink) {
+            var command = try OCD.parseAsRoot(["store", "info", copy.path])
+            try command.run()
+        }
+        #expect(sink.warnings.contains { $0.contains("reconstructed") })
+        #expect(sink.text.contains("Book:"))
+        // And dumps whole.
+        let dump = copy.deletingLastPathComponent().appendingPathComponent("d.jsonl")
+        try runOCD(["store", "dump", copy.path, "-o", dump.path])
+        let lines = try String(contentsOf: dump, encoding: .utf8).split(separator: "\n")
+        let header = try DumpHeader(DumpJSON.parse(String(try #require(lines.first))))
+        #expect(lines.count == header.total + 1)
+    }
+}

@@ -232,7 +232,8 @@ enum SharedFixtures {
     /// repository folder, whose version hashes match the store's metadata.
     static func writingModel(for store: String) throws -> URL? {
         let folder = root.appendingPathComponent(String(store.split(separator: "/")[0]))
-        let metadata = try SQLiteStoreMetadata.read(at: root.appendingPathComponent(store))
+        // Read from a copy: opening a WAL store, even read-only, may write its -shm.
+        let metadata = try SQLiteStoreMetadata.read(at: copy(store))
         guard let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { return nil }
         for case let url as URL in walker where url.pathExtension == "xcdatamodel" {
             guard let model = try? XcodeDataModel(contentsOf: url).currentModel() else { continue }

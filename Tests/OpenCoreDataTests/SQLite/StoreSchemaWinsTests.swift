@@ -192,3 +192,20 @@ struct StoreSchemaWinsTests {
         }
     }
 }
+
+extension StoreSchemaWinsTests {
+    @Test("A model cache that cannot be decoded is read past: the model is reconstructed, with the reason")
+    func undecodableCache() throws {
+        let url = try Fixtures.copyStore("objcio+core-data/Migrations/MigrationsTests/Moody 2.moody")
+        defer { SQLiteTestSupport.remove(url) }
+        // Cut the cache's DEFLATE stream short, as one real cache is (framework 1044).
+        try DatabaseQueue(path: url.path).write { db in
+            try db.execute(sql: "UPDATE Z_MODELCACHE SET Z_CONTENT = substr(Z_CONTENT, 1, length(Z_CONTENT) / 2)")
+        }
+        #expect(throws: CoreDataError.self) { try SQLiteStore.storedModel(at: url) }
+        let (model, source) = try SQLiteStore.readingModel(at: url)
+        guard case .reconstructed(let reason) = source else { Issue.record("expected a reconstruction, got \(source)"); return }
+        #expect(reason.contains("cannot be read"))
+        #expect(Set(model.entitiesByName.keys) == ["GeographicRegion", "Continent", "Country", "Mood"])
+    }
+}
