@@ -40,8 +40,8 @@ struct RealStoreCommandTests {
     }()
 
     /// A copy of a fixture store (with its -wal/-shm) in a scratch folder.
-    static func copy(_ relativePath: String) throws -> URL {
-        let source = fixtures.appendingPathComponent(relativePath)
+    static func copy(_ relativePath: String, from root: URL = fixtures) throws -> URL {
+        let source = root.appendingPathComponent(relativePath)
         let folder = try TestScratch.folder("real")
         let target = folder.appendingPathComponent(source.lastPathComponent)
         try FileManager.default.copyItem(at: source, to: target)

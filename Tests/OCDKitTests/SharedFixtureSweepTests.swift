@@ -116,16 +116,9 @@ struct SharedFixtureSweepTests {
         let created = copy.deletingLastPathComponent().appendingPathComponent("created.sqlite")
         try SQLiteStoreFile.createStore(at: created, model: current)
         let (migratedLayout, createdLayout) = (try SharedFixtures.layout(copy), try SharedFixtures.layout(created))
-        let compare = {
-            #expect(Set(migratedLayout.tables.keys) == Set(createdLayout.tables.keys), "\(store): tables after migration")
-            for (table, columns) in createdLayout.tables {
-                #expect(migratedLayout.tables[table] == columns, "\(store): columns of \(table) after migration")
-            }
-        }
-        if SharedFixtures.knownLayoutDifferences.contains(where: { store.contains($0) }) {
-            withKnownIssue("Core Data's rule for this model's join-table suffixes is not reproduced yet", isIntermittent: true, compare)
-        } else {
-            compare()
+        #expect(Set(migratedLayout.tables.keys) == Set(createdLayout.tables.keys), "\(store): tables after migration")
+        for (table, columns) in createdLayout.tables {
+            #expect(migratedLayout.tables[table] == columns, "\(store): columns of \(table) after migration")
         }
     }
 
@@ -139,16 +132,8 @@ struct SharedFixtureSweepTests {
         try SQLiteStoreFile.createStore(at: created, model: model)
         let realLayout = try SharedFixtures.layout(real)
         let createdLayout = try SharedFixtures.layout(created)
-        let compare = {
-            #expect(createdLayout.numbers == realLayout.numbers, "\(store): Z_PRIMARYKEY")
-            #expect(createdLayout.tables == realLayout.tables, "\(store): tables and columns")
-        }
-        if SharedFixtures.knownLayoutDifferences.contains(where: { store.contains($0) }) {
-            withKnownIssue("Core Data's rule for this store's join-table suffixes or entity numbers is not reproduced yet",
-                           isIntermittent: true, compare)
-        } else {
-            compare()
-        }
+        #expect(createdLayout.numbers == realLayout.numbers, "\(store): Z_PRIMARYKEY")
+        #expect(createdLayout.tables == realLayout.tables, "\(store): tables and columns")
     }
 }
 
@@ -159,9 +144,6 @@ enum SharedFixtures {
         .deletingLastPathComponent().appendingPathComponent("shared/fixtures/coredata")
 
     static var available: Bool { FileManager.default.fileExists(atPath: root.appendingPathComponent("SOURCES.md").path) }
-
-    /// Stores whose created layout is known to differ from Core Data's (the issue that tracks them says why).
-    static let knownLayoutDifferences: [String] = ["wireapp+", "SyncMetadata_V3", "Test-15.4.1", "Test-Media-Types-15.7.2"]
 
     /// Every SQLite file with a `Z_PRIMARYKEY` table, by path relative to ``root``.
     static let stores: [String] = {
@@ -179,16 +161,10 @@ enum SharedFixtures {
         return found.sorted()
     }()
 
-    /// A copy of a store, its -wal/-shm and its external data folder, in a scratch folder.
+    /// A copy of a store and its -wal/-shm in a scratch folder (its external data
+    /// folder is not copied: a store without it is dumped whole too).
     static func copy(_ relativePath: String) throws -> URL {
-        let source = root.appendingPathComponent(relativePath)
-        let folder = try TestScratch.folder("shared")
-        let target = folder.appendingPathComponent(source.lastPathComponent)
-        try FileManager.default.copyItem(at: source, to: target)
-        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: source.path + suffix) {
-            try FileManager.default.copyItem(atPath: source.path + suffix, toPath: target.path + suffix)
-        }
-        return target
+        try RealStoreCommandTests.copy(relativePath, from: root)
     }
 
     /// Rows per entity name, counted with plain SQL (`Z_ENT` of each entity's table).

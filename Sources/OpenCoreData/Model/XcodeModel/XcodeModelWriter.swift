@@ -110,24 +110,8 @@ public struct XcodeModelWriter: Sendable {
             default: continue
             }
         }
-        if !entity.uniquenessConstraints.isEmpty {
-            lines.append("        <uniquenessConstraints>")
-            for constraint in entity.uniquenessConstraints {
-                lines.append("            <uniquenessConstraint>")
-                for key in constraint { lines.append("                <constraint" + Self.attributes([("value", key)]) + "/>") }
-                lines.append("            </uniquenessConstraint>")
-            }
-            lines.append("        </uniquenessConstraints>")
-        }
-        if !entity.compoundIndexes.isEmpty {
-            lines.append("        <compoundIndexes>")
-            for compound in entity.compoundIndexes {
-                lines.append("            <compoundIndex>")
-                for key in compound { lines.append("                <index" + Self.attributes([("value", key)]) + "/>") }
-                lines.append("            </compoundIndex>")
-            }
-            lines.append("        </compoundIndexes>")
-        }
+        lines += keyListLines(entity.uniquenessConstraints, group: "uniquenessConstraints", list: "uniquenessConstraint", item: "constraint")
+        lines += keyListLines(entity.compoundIndexes, group: "compoundIndexes", list: "compoundIndex", item: "index")
         for index in entity.indexes {
             var indexAttributes = [("name", index.name)]
             if let partial = index.partialIndexPredicate { indexAttributes.append(("partialIndexExpression", partial)) }
@@ -145,6 +129,20 @@ public struct XcodeModelWriter: Sendable {
         }
         lines += userInfoLines(entity.userInfo, indent: 8)
         lines.append("    </entity>")
+        return lines
+    }
+
+    /// Lists of property names, as Xcode writes uniqueness constraints and compound
+    /// indexes: `<group><list><item value="name"/>...</list>...</group>`.
+    private func keyListLines(_ lists: [[String]], group: String, list: String, item: String) -> [String] {
+        guard !lists.isEmpty else { return [] }
+        var lines = ["        <\(group)>"]
+        for keys in lists {
+            lines.append("            <\(list)>")
+            for key in keys { lines.append("                <\(item)" + Self.attributes([("value", key)]) + "/>") }
+            lines.append("            </\(list)>")
+        }
+        lines.append("        </\(group)>")
         return lines
     }
 

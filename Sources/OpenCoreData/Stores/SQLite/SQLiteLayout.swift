@@ -4,10 +4,11 @@ extension SQLiteSchema {
     /// The schema Core Data gives a new store for the entities of `model`'s
     /// configuration `configurationName` (nil: every entity).
     ///
-    /// Entities are numbered from 1: root entities sorted by name, each followed by
-    /// its subentities (depth first, sorted by name). Columns, join tables, indexes
-    /// and uniqueness constraints follow Core Data's layout (see `SQLiteLayout` for
-    /// the rules and which of them were verified on real stores).
+    /// Entities are numbered from 1 over the whole model: root entities sorted by
+    /// name ignoring case, each followed by its subentities (depth first, same
+    /// order). Columns, join tables, indexes and uniqueness constraints follow Core
+    /// Data's layout (see `SQLiteLayout` and `SQLiteNamingRule` for the rules and
+    /// which of them were verified on real stores).
     ///
     /// ```swift
     /// let schema = try SQLiteSchema(model: model)
@@ -30,8 +31,9 @@ extension SQLiteSchema {
 /// TestModel, the jeffreybergier and objc.io stores), "observed" means seen in
 /// public dumps of Apple-written stores (Bear, knowledgeC, Photos), "guess" is not
 /// yet checked against a real store:
-/// * Entity numbers: root entities sorted by name, each followed by its
-///   subentities depth first, sorted by name, from 1 (verified).
+/// * Entity numbers: root entities sorted by name ignoring case, each followed by
+///   its subentities depth first, same order, from 1, over the whole model
+///   (verified on every fixture store: `SQLiteNamingRule`).
 /// * One table per root entity, `Z` + upper-cased name; `Z_PK INTEGER PRIMARY KEY,
 ///   Z_ENT INTEGER, Z_OPT INTEGER` first (verified).
 /// * Column groups, in order: integers (Integer 16/32/64, Boolean, then to-one
@@ -53,10 +55,9 @@ extension SQLiteSchema {
 ///   destination's table (documented by a third party; its position a guess).
 /// * Many-to-many: join table `Z_<E1#><REL1>`, columns `Z_<E1#><INVERSE>` and
 ///   `Z_<E2#><REL1>`, `Z_FOK_...` for ordered sides, composite primary key and the
-///   reverse index `<TABLE>_<COL2>_INDEX` (verified). Which side names it: see the
-///   join-table planning below and OpenCoreData.docc/SQLiteFormat.md (verified on TestModel,
-///   the Bookmarks stores and three Photos libraries). An existing store's own join
-///   tables win (``SQLiteSchema/init(reading:model:configurationName:)``).
+///   reverse index `<TABLE>_<COL2>_INDEX`. Which side names it and which clashing
+///   column gets a suffix: `SQLiteNamingRule` (verified on every fixture store). An
+///   existing store's own join tables win (``SQLiteSchema/init(reading:model:configurationName:)``).
 /// * Indexes per table: legacy indexed attributes `<TABLE>_<COLUMN>_INDEX`, then
 ///   foreign keys `<TABLE>_<COLUMN>_INDEX`, then `<TABLE>_Z_ENT_INDEX` when the
 ///   table holds subentities, then legacy compound indexes `<TABLE>_<COL>_<COL>`
@@ -112,10 +113,10 @@ struct SQLiteLayout {
         }
         func children(_ entity: EntityDescription) -> [EntityDescription] {
             entity.subentities.filter { inSet[$0.name] === $0 }
-                .sorted { ManagedObjectModel.compareNames($0.name, $1.name) }
+                .sorted { SQLiteNamingRule.precedes($0.name, $1.name) }
         }
         let roots = inSet.values.filter { parent($0) == nil }
-            .sorted { ManagedObjectModel.compareNames($0.name, $1.name) }
+            .sorted { SQLiteNamingRule.precedes($0.name, $1.name) }
         var hierarchies: [[EntityDescription]] = []
         for root in roots {
             var members: [EntityDescription] = []
@@ -128,16 +129,10 @@ struct SQLiteLayout {
             }
             hierarchies.append(members)
         }
-        // Entity numbers: the store's, or preorder from 1.
-        var numbers: [String: Int] = [:]
-        if let storeNumbers {
-            numbers = storeNumbers
-        } else {
-            var next = 1
-            for members in hierarchies {
-                for entity in members { numbers[entity.name] = next; next += 1 }
-            }
-        }
+        // Entity numbers: the store's, or Core Data's for a new store (over the
+        // whole model, whatever the configuration, as Core Data numbers them).
+        let rule = SQLiteNamingRule(entities: model.entities)
+        let numbers = storeNumbers ?? rule.numbers
         func number(_ entity: EntityDescription) -> Int { numbers[entity.name] ?? 0 }
         // Hierarchies in the order of their roots' numbers (matters for stores whose
         // numbering differs from ours).
@@ -185,80 +180,51 @@ struct SQLiteLayout {
             }
         }
 
-        // Join tables, by the root of the entity that names them. Core Data's rule
-        // (OpenCoreData.docc/SQLiteFormat.md, "Many-to-many"), found on the fixture stores:
-        // entities are taken those with subentities first, then the others, each
-        // group by entity number; inside an entity, relationships by name. A pair
-        // met for the first time makes its table, named by the side whose entity
-        // comes first in that order (between two relationships of one entity, by
-        // the one whose name sorts last). Join columns are made unique across all
-        // join tables in that order (`Z_34REPRESENTATIVEASSETS1`); a relationship
-        // that is its own inverse keeps the other column as `REFLEXIVE`.
+        // Join tables, by the root of the entity that names them: which side names a
+        // pair's table, and which of two clashing columns gets a suffix, as Core Data
+        // decides (`SQLiteNamingRule`), with this store's entity numbers.
         struct JoinPlan { var table: SQLiteSchema.Table; var index: SQLiteSchema.Index; var ownerRoot: String }
         var joins: [JoinPlan] = []
-        var usedJoinColumns: Set<String> = []
-        func uniqueJoinColumn(_ base: String) -> String {
-            var name = base
-            var suffix = 1
-            while usedJoinColumns.contains(SQLiteIdentifier.key(name)) {
-                name = base + String(suffix)
-                suffix += 1
+        /// A rule name `Z_<n>…` / `Z_FOK_<n>…` with `entity`'s number in this layout.
+        func renumbered(_ name: String, _ entity: EntityDescription) -> String {
+            guard let ruleNumber = rule.numbers[entity.name], ruleNumber != number(entity) else { return name }
+            for prefix in ["Z_FOK_", "Z_"] where name.hasPrefix(prefix + String(ruleNumber)) {
+                return prefix + String(number(entity)) + name.dropFirst(prefix.count + String(ruleNumber).count)
             }
-            usedJoinColumns.insert(SQLiteIdentifier.key(name))
             return name
         }
-        let joinOrder = hierarchies.flatMap { $0 }.enumerated().sorted { a, b in
-            let subA = hasSubentities(a.element), subB = hasSubentities(b.element)
-            if subA != subB { return subA }
-            let numberA = number(a.element), numberB = number(b.element)
-            return numberA != numberB ? numberA < numberB : a.offset < b.offset
-        }.map(\.element)
-        var joinRank: [String: Int] = [:]
-        for (rank, entity) in joinOrder.enumerated() { joinRank[entity.name] = rank }
-        for entity in joinOrder {
-            let relationships = entity.properties.compactMap(storedRelationship)
-                .sorted { ManagedObjectModel.compareNames($0.name, $1.name) }
-            for relationship in relationships where relationship.isToMany {
-                guard let other = inverse(of: relationship), other.isToMany, !other.isTransient,
-                      let otherEntity = other.entity, inSet[otherEntity.name] === otherEntity else { continue }
-                let reflexive = other === relationship
-                let isOwner: Bool
-                if reflexive {
-                    isOwner = true
-                } else if otherEntity === entity {
-                    isOwner = ManagedObjectModel.compareNames(other.name, relationship.name)
-                } else {
-                    isOwner = (joinRank[entity.name] ?? 0) < (joinRank[otherEntity.name] ?? 0)
-                }
-                guard isOwner else { continue }
-                let table = "Z_\(number(entity))\(relationship.name.uppercased())"
-                let first = uniqueJoinColumn("Z_\(number(entity))\(other.name.uppercased())")
-                let second = reflexive ? "REFLEXIVE" : uniqueJoinColumn("Z_\(number(otherEntity))\(relationship.name.uppercased())")
-                var columns = [first, second]
-                let secondOrder = relationship.isOrdered && !reflexive ? "Z_FOK_" + second.dropFirst(2) : nil
-                let firstOrder = other.isOrdered && !reflexive ? "Z_FOK_" + first.dropFirst(2) : nil
-                if let secondOrder { columns.append(secondOrder) }
-                if let firstOrder { columns.append(firstOrder) }
-                guard usedTableNames.insert(SQLiteIdentifier.key(table)).inserted else {
-                    throw CoreDataError(.coreData, "Two tables of the store would be named \(table)",
-                                        entityName: entity.name, key: relationship.name)
-                }
-                ownStorage[entity.name, default: [:]][relationship.name] = .joinTable(.init(
-                    tableName: table, sourceColumn: first, destinationColumn: second, orderColumn: secondOrder))
-                if !reflexive {
-                    ownStorage[otherEntity.name, default: [:]][other.name] = .joinTable(.init(
-                        tableName: table, sourceColumn: second, destinationColumn: first, orderColumn: firstOrder))
-                }
-                let indexName = "\(table)_\(second)_INDEX"
-                usedIndexNames.insert(SQLiteIdentifier.key(indexName))
-                joins.append(JoinPlan(
-                    table: .init(name: table, kind: .join,
-                                 columns: columns.map { .init(name: $0, declaredType: "INTEGER") },
-                                 uniqueConstraints: [], primaryKey: [first, second]),
-                    index: .init(name: indexName, tableName: table,
-                                 columns: [.init(name: second), .init(name: first)], isUnique: false),
-                    ownerRoot: rootInSet(entity).name))
+        for join in rule.joinTables {
+            let relationship = join.relationship, other = join.inverse
+            guard let entity = relationship.entity, inSet[entity.name] === entity, !relationship.isTransient,
+                  let otherEntity = other.entity, inSet[otherEntity.name] === otherEntity, !other.isTransient else { continue }
+            let reflexive = other === relationship
+            let table = "Z_\(number(entity))\(relationship.name.uppercased())"
+            let first = renumbered(join.column, entity)
+            let second = reflexive ? "REFLEXIVE" : renumbered(join.inverseColumn, otherEntity)
+            // `firstOrder` orders the naming entity's keys (the inverse is ordered);
+            // `secondOrder` the other side's (the naming relationship is ordered).
+            let firstOrder = join.orderColumn.map { renumbered($0, entity) }
+            let secondOrder = reflexive ? join.inverseOrderColumn : join.inverseOrderColumn.map { renumbered($0, otherEntity) }
+            let columns = [first, second] + [firstOrder, secondOrder].compactMap { $0 }
+            guard usedTableNames.insert(SQLiteIdentifier.key(table)).inserted else {
+                throw CoreDataError(.coreData, "Two tables of the store would be named \(table)",
+                                    entityName: entity.name, key: relationship.name)
             }
+            ownStorage[entity.name, default: [:]][relationship.name] = .joinTable(.init(
+                tableName: table, sourceColumn: first, destinationColumn: second, orderColumn: secondOrder))
+            if !reflexive {
+                ownStorage[otherEntity.name, default: [:]][other.name] = .joinTable(.init(
+                    tableName: table, sourceColumn: second, destinationColumn: first, orderColumn: firstOrder))
+            }
+            let indexName = "\(table)_\(second)_INDEX"
+            usedIndexNames.insert(SQLiteIdentifier.key(indexName))
+            joins.append(JoinPlan(
+                table: .init(name: table, kind: .join,
+                             columns: columns.map { .init(name: $0, declaredType: "INTEGER") },
+                             uniqueConstraints: [], primaryKey: [first, second]),
+                index: .init(name: indexName, tableName: table,
+                             columns: [.init(name: second), .init(name: first)], isUnique: false),
+                ownerRoot: rootInSet(entity).name))
         }
 
         for members in hierarchies {
