@@ -252,7 +252,8 @@ struct RealStoreTests {
     }
 
     @Test("Join tables of a new store are Core Data's: name, columns (REFLEXIVE, suffixes) and order",
-          arguments: photosLibraries + bookmarksStores.map(\.store) + ["bignerdranch+CoreDataStack/Sample Model/Deprecated/TestModel.sqlite"])
+          arguments: photosLibraries + ["tkanarsky+osxphotos/tests/Test-15.4.1.photoslibrary/database/Photos.sqlite"]
+            + bookmarksStores.map(\.store) + ["bignerdranch+CoreDataStack/Sample Model/Deprecated/TestModel.sqlite"])
     func joinTableRule(store: String) throws {
         let copy = try Fixtures.copyStore(store)
         defer { SQLiteTestSupport.remove(copy) }
@@ -272,6 +273,31 @@ struct RealStoreTests {
         for (name, columns) in real {
             #expect(computed[name] == columns, "columns of \(name) in \(store)")
         }
+        // A new store of the same model: Core Data's numbering (names compared
+        // ignoring case) and the same join tables.
+        let fresh = try SQLiteLayout(model: model, configurationName: nil, storeNumbers: nil).schema
+        #expect(Dictionary(uniqueKeysWithValues: fresh.entities.map { ($0.entityName, $0.entityNumber) }) == numbers,
+                "entity numbers of a new store for \(store)")
+        #expect(Set(fresh.tables.filter { $0.kind == .join }.map(\.name)) == Set(real.keys), "join tables of a new store for \(store)")
+    }
+
+    @Test("Core Data's private hash tables: the key orders the naming rule walks (vectors from a model of Core Data's code)")
+    func namingRuleHashes() {
+        // 32-bit CFString hashes, as Core Data's "Tiger" and "Leopard" dictionaries compute them.
+        let vectors: [(String, UInt32, UInt32)] = [
+            ("_ent", 2053296458, 3555739345), ("users", 872614679, 2504700954), ("reactions", 2288702929, 582141468),
+            ("ZTRUSTEDBYCLIENTS", 650741059, 1432482463), ("memoriesBeingRepresentativeAssets", 1305837447, 1767184062),
+            (String(repeating: "a", count: 30), 296447286, 3549538886), ("é", 1470, 2059764873),
+        ]
+        for (key, tiger, leopard) in vectors {
+            #expect(TigerOrder.tigerHash(key) == tiger, "\(key)")
+            #expect(LeopardOrder.hash(key) == leopard, "\(key)")
+        }
+        let keys = ["_ent", "_pk", "_opt", "name", "title", "date", "items", "owner", "_ZOWNER"]
+        var leopard = LeopardOrder()
+        for key in keys { leopard.add(key) }
+        #expect(leopard.order == ["_ent", "owner", "name", "_pk", "_opt", "_ZOWNER", "title", "items", "date"])
+        #expect(TigerOrder.order(keys, capacity: keys.count) == ["_ent", "_pk", "title", "_opt", "owner", "name", "_ZOWNER", "items", "date"])
     }
 
     @Test("An existing store's own join tables win over the naming rule")
