@@ -209,16 +209,20 @@ public final class InMemoryStore: PersistentStore {
     /// `rel.attr.@sum`), computed again over every row that has one, as the SQLite
     /// store's triggers keep them (the own-row forms come computed with the rows).
     static func updateDerivedAttributes(in state: inout State, model: ManagedObjectModel) {
+        // Computed from the saved rows first (no derivation reads another's value),
+        // then written.
+        var updates: [(entity: String, key: Int64, index: Int, value: AttributeValue)] = []
         for entity in model.entities {
             let derivations = entity.derivations.filter { !$0.form.isOwnRow }
             guard !derivations.isEmpty, let rows = state.rows[entity.name] else { continue }
-            let before = state
-            for (pk, var row) in rows {
+            for (key, row) in rows {
                 for derivation in derivations where derivation.index < row.rowValues.count {
-                    row.rowValues[derivation.index] = .attribute(derivedValue(derivation.form, of: row, in: before))
+                    updates.append((entity.name, key, derivation.index, derivedValue(derivation.form, of: row, in: state)))
                 }
-                state.rows[entity.name]?[pk] = row
             }
+        }
+        for update in updates {
+            state.rows[update.entity]?[update.key]?.rowValues[update.index] = .attribute(update.value)
         }
     }
 
@@ -246,7 +250,7 @@ public final class InMemoryStore: PersistentStore {
                 return isDouble ? .double(double + Double(integer)) : .int(integer)
             }
         case .copy, .transform, .now:
-            return row.value(named: "")?.attributeValue ?? .null
+            return .null   // computed with the row as the context saves, never here
         }
     }
 

@@ -89,9 +89,8 @@ enum SQLiteModelReconstruction {
             }
             return common.last
         }
-        var hasRows: Set<Int> = []
-        for row in rows where superNumber[row.number] != nil { hasRows.insert(superNumber[row.number]!) }
-        func hasSubentities(_ number: Int) -> Bool { hasRows.contains(number) }
+        let parents = Set(superNumber.values)
+        func hasSubentities(_ number: Int) -> Bool { parents.contains(number) }
 
         // Each hierarchy's table, as the store spells it.
         var tableOfRoot: [Int: String] = [:]
