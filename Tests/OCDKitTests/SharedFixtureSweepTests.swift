@@ -82,6 +82,7 @@ struct SharedFixtureSweepTests {
     func migratesToNewest(store: String) throws {
         guard let bundle = try SharedFixtures.bundle(for: store) else { return }
         let copy = try SharedFixtures.copy(store)
+        let beforeCopy = try SharedFixtures.copy(store)
         let before = try SharedFixtures.plainCounts(copy)
         let repository = SharedFixtures.root.appendingPathComponent(String(store.split(separator: "/")[0]))
         let output: String
@@ -110,6 +111,19 @@ struct SharedFixtureSweepTests {
             for (entity, rows) in before where everywhere.contains(entity) {
                 #expect(after[entity] == rows, "\(store): \(entity) after migration")
             }
+        }
+        // Values kept: every attribute every version has, with one type throughout,
+        // holds the same value in each object's row (plain SQL on both files, each
+        // attribute's column read from each store's own schema).
+        if !output.contains("(mapping model") {
+            let sourceModel = try SharedFixtures.writingModel(for: store).map { try loadModel($0.path) }
+                ?? SQLiteStore.readingModel(at: beforeCopy).model
+            let kept = try SharedFixtures.attributeValues(before: beforeCopy, model: sourceModel, after: copy,
+                                                          model: current, versions: versions)
+            #expect(kept.differing.isEmpty, "\(store): values changed by the migration in \(kept.differing.prefix(5))")
+            // Every such attribute was found in both stores (a bundle that renames
+            // its attributes between versions, as Example's, has none).
+            #expect(kept.compared == kept.candidates, "\(store): \(kept.candidates - kept.compared) attributes not found")
         }
         // It opens with the newest version, and has a new store's tables and columns.
         _ = try SharedFixtures.info(copy, modelArguments: ["--model", bundle.path])
@@ -231,6 +245,50 @@ enum SharedFixtures {
         // Wire's store1-24: written by a version no longer in the bundle.
         return store.hasPrefix("wireapp+")
             ? root.appendingPathComponent("wireapp+wire-ios-data-model/Resources/zmessaging.xcdatamodeld") : nil
+    }
+
+    /// Compares two stores' values attribute by attribute: for every entity and
+    /// attribute that every version of `versions` has with one type, the rows of
+    /// that entity hold the same value before and after (columns from each store's
+    /// own schema). Returns the number of such attributes, of those compared, and
+    /// those whose values differ.
+    static func attributeValues(before: URL, model sourceModel: ManagedObjectModel, after: URL, model: ManagedObjectModel,
+                                versions: XcodeDataModel) throws -> (candidates: Int, compared: Int, differing: [String]) {
+        let all = try versions.versionNames.map { try versions.model(forVersion: $0) }
+        func schema(_ url: URL, _ model: ManagedObjectModel) throws -> SQLiteSchema {
+            let queue = try DatabaseQueue(path: url.path)
+            defer { try? queue.close() }
+            return try queue.read { db in try SQLiteSchema(reading: db, model: model) }
+        }
+        let (old, new) = (try schema(before, sourceModel), try schema(after, model))
+        let queue = try DatabaseQueue(path: after.path)
+        defer { try? queue.close() }
+        try queue.inDatabase { db in try db.execute(sql: "ATTACH DATABASE ? AS old", arguments: [before.path]) }
+        var candidates = 0, compared = 0
+        var differing: [String] = []
+        let q = SQLiteIdentifier.quoted
+        for entity in model.entities.sorted(by: { $0.name < $1.name }) {
+            guard let oldMapping = old.mapping(forEntityNamed: entity.name), let newMapping = new.mapping(forEntityNamed: entity.name) else { continue }
+            for attribute in entity.properties.compactMap({ $0 as? AttributeDescription })
+            where !attribute.isTransient && !(attribute is DerivedAttributeDescription) && !(attribute is CompositeAttributeDescription) {
+                let sameEverywhere = all.allSatisfy { version in
+                    version.entitiesByName[entity.name]?.attributesByName[attribute.name]?.attributeType == attribute.attributeType
+                }
+                guard sameEverywhere, sourceModel.entitiesByName[entity.name]?.attributesByName[attribute.name] != nil else { continue }
+                candidates += 1
+                guard let oldColumn = old.column(forProperty: attribute.name, ofEntityNamed: entity.name),
+                      let newColumn = new.column(forProperty: attribute.name, ofEntityNamed: entity.name) else { continue }
+                compared += 1
+                let changed = try queue.inDatabase { db in
+                    try Int.fetchOne(db, sql: """
+                        SELECT COUNT(*) FROM old.\(q(oldMapping.tableName)) o JOIN main.\(q(newMapping.tableName)) n ON n.Z_PK = o.Z_PK
+                        WHERE o.Z_ENT = ? AND n.Z_ENT = ? AND o.\(q(oldColumn)) IS NOT n.\(q(newColumn))
+                        """, arguments: [oldMapping.entityNumber, newMapping.entityNumber]) ?? 0
+                }
+                if changed > 0 { differing.append("\(entity.name).\(attribute.name)") }
+            }
+        }
+        return (candidates, compared, differing)
     }
 
     /// A store's entity numbering and its Core Data tables with their columns
