@@ -83,7 +83,9 @@ struct SQLiteNamingRule {
             let entity: String
             let relationship: RelationshipDescription
             let kind: Int   // 7 to-one, 8 to-many, 9 many-to-many
-            var inverse: Pair?
+            /// Weak: pairs point at each other (and a reflexive one at itself); the
+            /// entities' key tables hold every pair for as long as the rule is computed.
+            weak var inverse: Pair?
             var hasVirtualInverse = false
             var table: String?
             var column: String?
