@@ -78,6 +78,8 @@ struct SharedFixtureSweepTests {
     }
 
     @Test("Every store of a multi-version bundle migrates to the bundle's newest version: counts kept, schema of a new store",
+          .enabled(if: ProcessInfo.processInfo.environment["OCD_UNDER_SANITIZER"] == nil,
+                   "hundreds of migration steps over Wire's stores: run by the plain suite; the migration tests of the repository's fixtures run under the sanitizers"),
           arguments: SharedFixtures.stores)
     func migratesToNewest(store: String) throws {
         guard let bundle = try SharedFixtures.bundle(for: store) else { return }
