@@ -112,6 +112,14 @@ public final class SQLiteStore: PersistentStore {
             self.reader = SQLiteRowReader(store: store, columns: columns, entityNumber: entityNumber)
         }
 
+        /// Finalizes the kept statement. Called on the connection's queue before the
+        /// connection closes: a statement outliving its connection would leave it a
+        /// zombie, closed (and its write-ahead log checkpointed) by whichever thread
+        /// releases the last such statement, outside the connection's queue.
+        func finalizeStatement() {
+            lock.withLock { $0.statement = nil }
+        }
+
         /// The snapshots of the rows of `sql` for `keys`, read with the cached
         /// statement (room made for `capacity` of them).
         func rows(_ db: Database, keys: [Int64], capacity: Int = 0) throws -> [RowSnapshot] {
@@ -293,7 +301,13 @@ public final class SQLiteStore: PersistentStore {
     deinit {
         // Before the connection closes (it closes when `queue` goes, right after),
         // on the connection's queue, as every use of the connection.
-        queue.unsafeReentrantWrite { _ in heldRead.close() }
+        // The kept statements are finalized there too, so that the connection closes
+        // at once when the queue goes, not later on whatever thread drops them.
+        queue.unsafeReentrantWrite { _ in
+            heldRead.close()
+            for query in rowQueries.withLock({ Array($0.values) }) { query.finalizeStatement() }
+            for query in relatedRowsQueries.withLock({ Array($0.values) }) { query.finalizeStatement() }
+        }
     }
 
     // MARK: Reading
