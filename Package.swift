@@ -1,12 +1,6 @@
 // swift-tools-version: 6.1
 import CompilerPluginSupport
-import Foundation
 import PackageDescription
-
-// OCD_WITHOUT_POSTGRESQL=1 leaves out the PostgreSQL store, its dependencies and its
-// tests (CI's AddressSanitizer run does: building postgres-nio, swift-nio-ssl and
-// swift-crypto under a sanitizer costs a quarter of an hour).
-let withPostgreSQL = ProcessInfo.processInfo.environment["OCD_WITHOUT_POSTGRESQL"] != "1"
 
 let package = Package(
     name: "OpenCoreData",
@@ -14,8 +8,23 @@ let package = Package(
     products: [
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
         .library(name: "OpenCoreDataPredicates", targets: ["OpenCoreDataPredicates"]),
+        // The PostgreSQL store: a product of its own, so apps on SQLite alone never
+        // build postgres-nio.
+        .library(name: "OpenCoreDataPostgreSQL", targets: ["OpenCoreDataPostgreSQL"]),
         .executable(name: "ocd", targets: ["ocd"]),
-        .executable(name: "OpenCoreDataBenchmarks", targets: ["OpenCoreDataBenchmarks"]),
+    ],
+    traits: [
+        .trait(
+            name: "PostgreSQL",
+            description: "`ocd` opens PostgreSQL stores (postgres:// URLs): `swift run --traits PostgreSQL ocd …`. "
+                + "Builds postgres-nio, swift-nio, swift-nio-ssl and BoringSSL, which `ocd` on SQLite alone never needs."
+        ),
+        .trait(
+            name: "PostgreSQLTests",
+            description: "`swift test` builds and runs the PostgreSQL store's tests (on by default; "
+                + "`--disable-default-traits` leaves them and postgres-nio out, as CI's AddressSanitizer run does)."
+        ),
+        .default(enabledTraits: ["PostgreSQLTests"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -24,6 +33,10 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
         // `swift package generate-documentation` (DocC); nothing links it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The PostgreSQL store's (built only for what depends on it).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // The NSPredicate/NSExpression format language, key-path sort descriptors and
@@ -53,7 +66,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The commands of `ocd`, in a library so tests can run them.
+        // Core Data's layout on PostgreSQL, for many app servers on one database.
+        .target(
+            name: "OpenCoreDataPostgreSQL",
+            dependencies: [
+                "OpenCoreData",
+                "OpenCoreDataPredicates",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The commands of `ocd`, in a library so tests can run them. It links no
+        // server store: those come as openers the executable installs.
         .target(
             name: "OCDKit",
             dependencies: [
@@ -61,23 +89,13 @@ let package = Package(
                 "OpenCoreDataPredicates",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL"] : []),
-            // `ocd` reads PostgreSQL stores (postgres:// URLs) when built with them.
-            swiftSettings: withPostgreSQL ? [.define("OCD_POSTGRESQL")] : []
+            ]
         ),
-        .executableTarget(name: "ocd", dependencies: ["OCDKit"]),
-        // The benchmark suite (Benchmarks/run; not part of `swift test`): OpenCoreData
-        // against raw SQLite through its C API (the system library GRDB links) and
-        // GRDB records.
+        // `ocd`'s opener of PostgreSQL stores.
+        .target(name: "OCDPostgreSQL", dependencies: ["OCDKit", "OpenCoreData", "OpenCoreDataPostgreSQL"]),
         .executableTarget(
-            name: "OpenCoreDataBenchmarks",
-            dependencies: [
-                "OpenCoreData",
-                "OpenCoreDataPredicates",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ],
-            path: "Benchmarks/Sources/OpenCoreDataBenchmarks"
+            name: "ocd",
+            dependencies: ["OCDKit", .target(name: "OCDPostgreSQL", condition: .when(traits: ["PostgreSQL"]))]
         ),
         .testTarget(
             name: "OpenCoreDataPredicatesTests",
@@ -104,59 +122,16 @@ let package = Package(
                 "OpenCoreDataPredicates",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ] + (withPostgreSQL ? ["OpenCoreDataPostgreSQL", "OCDKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                                   .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio")] : []),
-            exclude: ["Fixtures"],
-            swiftSettings: withPostgreSQL ? [.define("OCD_POSTGRESQL")] : []
+                // The PostgreSQL store's tests (trait PostgreSQLTests, on by default).
+                .target(name: "OpenCoreDataPostgreSQL", condition: .when(traits: ["PostgreSQLTests"])),
+                .target(name: "OCDKit", condition: .when(traits: ["PostgreSQLTests"])),
+                .target(name: "OCDPostgreSQL", condition: .when(traits: ["PostgreSQLTests"])),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["PostgreSQLTests"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQLTests"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["PostgreSQLTests"])),
+            ],
+            exclude: ["Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]
 )
-
-if withPostgreSQL {
-    // The PostgreSQL store: a product of its own, so apps on SQLite alone never
-    // build postgres-nio.
-    package.products.append(.library(name: "OpenCoreDataPostgreSQL", targets: ["OpenCoreDataPostgreSQL"]))
-    package.dependencies += [
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
-    ]
-    // Core Data's layout on PostgreSQL, for many app servers on one database.
-    package.targets.append(.target(
-        name: "OpenCoreDataPostgreSQL",
-        dependencies: [
-            "OpenCoreData",
-            "OpenCoreDataPredicates",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Logging", package: "swift-log"),
-        ],
-        swiftSettings: [.swiftLanguageMode(.v6)]
-    ))
-}
-
-// OCD_BENCHMARK_POSTGRESQL=1 (set by `Benchmarks/run --postgresql`, with a build
-// folder of its own) adds the PostgreSQL workloads to the benchmark executable:
-// OpenCoreData's PostgreSQL store against raw postgres-nio and Fluent. Neither
-// `swift test` nor CI builds Fluent.
-if withPostgreSQL && ProcessInfo.processInfo.environment["OCD_BENCHMARK_POSTGRESQL"] == "1" {
-    package.dependencies += [
-        .package(url: "https://github.com/vapor/fluent-kit", from: "1.57.0"),
-        .package(url: "https://github.com/vapor/fluent-postgres-driver", from: "2.14.0"),
-    ]
-    if let index = package.targets.firstIndex(where: { $0.name == "OpenCoreDataBenchmarks" }) {
-        package.targets[index].dependencies += [
-            "OpenCoreDataPostgreSQL",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "FluentKit", package: "fluent-kit"),
-            .product(name: "FluentPostgresDriver", package: "fluent-postgres-driver"),
-        ]
-        package.targets[index].swiftSettings = (package.targets[index].swiftSettings ?? []) + [.define("OCD_BENCHMARK_POSTGRESQL")]
-    }
-}

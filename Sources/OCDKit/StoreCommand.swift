@@ -12,24 +12,18 @@ func loadModel(_ path: String) throws -> ManagedObjectModel {
     return try XcodeDataModel(contentsOf: url).currentModel()
 }
 
-/// Whether `path` names a PostgreSQL store (`postgres://user@host:port/database`,
-/// with `?schema=name` for a schema other than `public`) rather than a file.
-func isPostgreSQLURL(_ path: String) -> Bool {
-    let lowered = path.lowercased()
-    return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
-}
-
 /// Opens a store read-only, with `modelPath` or the model cached in the store: a
-/// SQLite file, or a PostgreSQL store named by its URL.
+/// SQLite file, or a store named by its URL (`postgres://user@host:port/database`,
+/// with `?schema=name` for a schema other than `public`; see ``StoreURLOpener``).
 func openStore(_ path: String, modelPath: String?) throws -> (ManagedObjectContext, any PersistentStore) {
-    if isPostgreSQLURL(path) { return try openPostgreSQLStore(path, modelPath: modelPath) }
+    if let scheme = storeURLScheme(path) { return try openStore(url: path, scheme: scheme, modelPath: modelPath) }
     let (context, store) = try openSQLiteStore(path, modelPath: modelPath)
     return (context, store)
 }
 
 /// Opens a SQLite store file read-only, with `modelPath` or the model cached in the store.
 func openSQLiteStore(_ path: String, modelPath: String?) throws -> (ManagedObjectContext, SQLiteStore) {
-    if isPostgreSQLURL(path) { throw CommandFailure("\(path) is a PostgreSQL store: this command reads SQLite store files") }
+    if storeURLScheme(path) != nil { throw CommandFailure("\(path) is not a store file: this command reads SQLite store files") }
     let url = URL(fileURLWithPath: path)
     guard FileManager.default.fileExists(atPath: url.path) else {
         throw CoreDataError(.fileReadNoSuchFile, "No store at \(url.path)", url: url)

@@ -156,7 +156,7 @@ func run(_ options: Options) throws {
     print(String(decoding: json, as: UTF8.self))
 }
 
-#if OCD_BENCHMARK_POSTGRESQL
+#if PostgreSQL
 if let command = CommandLine.arguments.dropFirst().first, command.hasPrefix("pg-") {
     do {
         try PGCommands.run(Array(CommandLine.arguments.dropFirst()))

@@ -1,6 +1,6 @@
 import Foundation
 @testable import OpenCoreData
-#if OCD_POSTGRESQL
+#if PostgreSQLTests
 import OpenCoreDataPostgreSQL
 #endif
 import OpenCoreDataPredicates
@@ -102,7 +102,7 @@ struct TestStack {
 
 /// The store kinds every behaviour test runs on: PostgreSQL's when a server is
 /// available (see ``PostgreSQLTestServer``).
-#if OCD_POSTGRESQL
+#if PostgreSQLTests
 let allStoreTypes: [PersistentStoreType] = [.inMemory, .sqlite] + (PostgreSQLTestServer.isAvailable ? [.postgreSQL] : [])
 #else
 let allStoreTypes: [PersistentStoreType] = [.inMemory, .sqlite]

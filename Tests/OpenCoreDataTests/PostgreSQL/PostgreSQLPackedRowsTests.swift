@@ -1,4 +1,4 @@
-#if OCD_POSTGRESQL
+#if PostgreSQLTests
 import Foundation
 import NIOCore
 @testable import OpenCoreData

@@ -1,4 +1,4 @@
-#if OCD_POSTGRESQL
+#if PostgreSQLTests
 import ArgumentParser
 import Foundation
 import GRDB
@@ -8,6 +8,7 @@ import PostgresNIO
 @testable import OpenCoreDataPostgreSQL
 import Testing
 @testable import OCDKit
+import OCDPostgreSQL
 @testable import OpenCoreData
 
 /// The PostgreSQL store's own behaviour: opening and creating, its layout and
@@ -1311,8 +1312,10 @@ struct PostgreSQLStoreTests {
     }
 }
 
-/// Runs `ocd arguments` in-process and returns what it printed.
+/// Runs `ocd arguments` in-process, as `ocd` built with the PostgreSQL trait
+/// (the PostgreSQL opener installed), and returns what it printed.
 private func runOCD(_ arguments: [String]) throws -> String {
+    OCDPostgreSQL.install()
     let sink = CommandOutput.Sink()
     try CommandOutput.$sink.withValue(sink) {
         var command = try OCD.parseAsRoot(arguments)

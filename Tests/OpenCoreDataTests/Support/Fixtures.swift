@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import OpenCoreData
-#if OCD_POSTGRESQL
+#if PostgreSQLTests
 import OpenCoreDataPostgreSQL
 #endif
 import Testing
@@ -91,7 +91,7 @@ enum Fixtures {
     /// or a PostgreSQL store in a new schema of the test server.
     @discardableResult
     static func addStore(type: PersistentStoreType, to coordinator: PersistentStoreCoordinator) throws -> any PersistentStore {
-        #if OCD_POSTGRESQL
+        #if PostgreSQLTests
         if type == .postgreSQL {
             return try coordinator.addPersistentStore(type: .postgreSQL, at: try PostgreSQLTestServer.url(),
                                                       options: PostgreSQLTestServer.storeOptions())

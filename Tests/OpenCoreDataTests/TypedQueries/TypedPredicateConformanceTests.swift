@@ -245,7 +245,7 @@ struct TypedPredicateConformanceTests {
 
     @Test func sqliteStore() throws { try check(storeType: .sqlite, saved: true) }
     @Test func inMemoryStore() throws { try check(storeType: .inMemory, saved: true) }
-    #if OCD_POSTGRESQL
+    #if PostgreSQLTests
     @Test(.enabled(if: PostgreSQLTestServer.isAvailable)) func postgreSQLStore() throws { try check(storeType: .postgreSQL, saved: true) }
     #endif
     @Test func unsavedObjects() throws { try check(storeType: .inMemory, saved: false) }

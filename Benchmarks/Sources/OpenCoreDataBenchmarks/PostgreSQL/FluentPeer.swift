@@ -1,4 +1,4 @@
-#if OCD_BENCHMARK_POSTGRESQL
+#if PostgreSQL
 import FluentKit
 import FluentPostgresDriver
 import Foundation

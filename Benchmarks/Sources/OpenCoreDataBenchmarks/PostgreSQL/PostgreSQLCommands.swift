@@ -1,7 +1,7 @@
-#if OCD_BENCHMARK_POSTGRESQL
+#if PostgreSQL
 import Foundation
 
-/// The PostgreSQL commands (built with OCD_BENCHMARK_POSTGRESQL=1; see
+/// The PostgreSQL commands (built with the benchmark package's PostgreSQL trait; see
 /// Benchmarks/run --postgresql):
 ///
 ///   OpenCoreDataBenchmarks pg-prepare --url postgres://user@host:port/db --count N
