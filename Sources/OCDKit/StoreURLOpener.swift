@@ -1,6 +1,5 @@
 import Foundation
 import OpenCoreData
-import Synchronization
 
 /// How `ocd` opens a store it names by URL rather than by file, such as a
 /// PostgreSQL store (`postgres://user@host:port/database`).
@@ -42,7 +41,7 @@ public struct StoreURLOpener: Sendable {
 }
 
 /// The openers installed in this process, the latest first.
-private let installedOpeners = Mutex<[StoreURLOpener]>([])
+private let installedOpeners = Lock<[StoreURLOpener]>([])
 
 /// The schemes of the stores `ocd` knows by name, whether or not this build can
 /// open them: a location with one of them is never taken for a file.

@@ -40,7 +40,7 @@ extension PostgreSQLStore {
         for row in changes.updated { try writeToMany(row, changed: changes.changedProperties[row.objectID], session) }
         let transaction = try history?.record(changes, tombstones: tombstones, store: self, session)
         try remoteChanges.announce(changes, historyTransaction: transaction, of: self, session)
-        PostgreSQLStore.faultPoint("before-commit")
+        FaultPoints.reach("before-commit")
     }
 
     /// The most rows one `UPDATE ... FROM (VALUES ...)` or `DELETE ... USING
@@ -220,14 +220,6 @@ extension PostgreSQLStore {
             }
         }
         throw CoreDataError(.persistentStoreSave, "The store's table \(quotedTable) has no column \(column)")
-    }
-
-    /// A test hook: when `OCD_POSTGRESQL_FAULT` names `point`, the process ends
-    /// there at once (exit code 75), as a server killed mid-save would. The one
-    /// point is `before-commit`: every row of a save written, the transaction not
-    /// committed.
-    static func faultPoint(_ point: String) {
-        if ProcessInfo.processInfo.environment["OCD_POSTGRESQL_FAULT"] == point { _exit(75) }
     }
 
     /// Inserts rows of the same entity together: up to 10,000 rows in one

@@ -350,7 +350,7 @@ struct SQLiteInPlaceMigration {
                                     entityName: check.entity, key: check.attribute)
             }
         }
-        StoreMigrator.faultPoint("in-place")
+        FaultPoints.reach("in-place")
         let sourceIndexes = source.indexes
         for table in source.tables {
             switch table.kind {

@@ -21,15 +21,6 @@ import GRDB
 ///    atomic `rename`. A failure or a crash before that leaves the store, and any
 ///    leftover copy is removed by the next migration.
 public enum StoreMigrator {
-    /// Stops the process at a named point of a migration when the environment
-    /// variable `OCD_MIGRATION_FAULT` names it, as a kill would: how the fault
-    /// tests check that a migration interrupted anywhere leaves the old store or
-    /// the new one. Points: `copied`, `in-place` (inside a step's transaction),
-    /// `migrated`, `checkpointed`, `renamed`.
-    static func faultPoint(_ name: String) {
-        if ProcessInfo.processInfo.environment["OCD_MIGRATION_FAULT"] == name { _exit(75) }
-    }
-
     /// The suffix of the sibling file a migration works on (Core Data's).
     static let destinationSuffix = ".migrationdestination_41b5a6b5c6e848c462a8480cd24caef3"
 
@@ -89,7 +80,7 @@ public enum StoreMigrator {
                 defer { try? copyQueue.close() }
                 try sourceQueue.backup(to: copyQueue)
             }
-            faultPoint("copied")
+            FaultPoints.reach("copied")
             // 2. The steps, each on the copy.
             for (index, step) in plan.steps.enumerated() {
                 if MigrationDebug.level > 0 { MigrationDebug.log("step \(index + 1)/\(plan.steps.count): \(step)") }
@@ -133,7 +124,7 @@ public enum StoreMigrator {
                 }
                 progress?(index, 1)
             }
-            faultPoint("migrated")
+            FaultPoints.reach("migrated")
             do {
                 let queue = try DatabaseQueue(path: copy.path, configuration: .writingLook("OpenCoreData.StoreMigrator.vacuum"))
                 defer { try? queue.close() }
@@ -145,7 +136,7 @@ public enum StoreMigrator {
             let storeQueue = try DatabaseQueue(path: url.path, configuration: .writingLook("OpenCoreData.StoreMigrator.swap"))
             try storeQueue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
             try storeQueue.close()
-            faultPoint("checkpointed")
+            FaultPoints.reach("checkpointed")
             for suffix in ["-wal", "-shm", "-journal"] where fileManager.fileExists(atPath: url.path + suffix) {
                 // A -wal left after the checkpoint is empty; none may outlive the swap.
                 try fileManager.removeItem(atPath: url.path + suffix)
@@ -153,7 +144,7 @@ public enum StoreMigrator {
             guard rename(copy.path, url.path) == 0 else {
                 throw CoreDataError(.fileWriteUnknown, "Cannot replace \(url.path) with the migrated store: \(String(cString: strerror(errno)))", url: url)
             }
-            faultPoint("renamed")
+            FaultPoints.reach("renamed")
             removeCopies()
         } catch var error as CoreDataError {
             removeCopies()

@@ -13,7 +13,7 @@ import Testing
         let before = try MigrationCheck.objects(at: url, model: v1)
         let path = url.path
         await #expect(processExitsWith: .exitCode(75)) { [path = path as String, point = point as String] in
-            setenv("OCD_MIGRATION_FAULT", point, 1)
+            FaultPoints.install { reached in if reached == point { _exit(75) } }
             let url = URL(fileURLWithPath: path)
             let step = try LightweightMigrationTests.step(try LightweightMigrationTests.version1(), try LightweightMigrationTests.version2())
             try StoreMigrator.migrateStore(at: url, plan: MigrationPlan(steps: [step]))

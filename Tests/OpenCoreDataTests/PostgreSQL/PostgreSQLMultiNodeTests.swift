@@ -126,7 +126,7 @@ struct PostgreSQLMultiNodeTests {
         // A server killed in the middle of a save: nothing of it is written, and
         // the others go on.
         await #expect(processExitsWith: .exitCode(75)) { [url = url as String, schema = schema as String] in
-            setenv("OCD_POSTGRESQL_FAULT", "before-commit", 1)
+            FaultPoints.install { point in if point == "before-commit" { _exit(75) } }
             let coordinator = try PostgreSQLMultiNodeTests.coordinator(url: url, schema: schema)
             let context = ManagedObjectContext(concurrencyType: .privateQueue)
             context.persistentStoreCoordinator = coordinator
