@@ -97,7 +97,7 @@ extension ManagedObjectContext {
     /// table that holds the keys already: each notification copies the table and
     /// sets the values in place by their positions, without hashing a key.
     /// Hashing and comparing `AnyHashable` strings (a dynamic cast each) made a
-    /// small save's two notifications cost a fifth of the save.
+    /// small save's two notifications a large part of the save's cost.
     struct UserInfoTemplate: @unchecked Sendable {
         // @unchecked: the table holds constant string keys and placeholder values,
         // and is only ever copied.

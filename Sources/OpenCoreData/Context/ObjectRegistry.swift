@@ -17,7 +17,7 @@ extension ManagedObjectContext {
     /// is only ever released, never retained after its last release began. A
     /// `weak` slot would say the same, but it gives every object a side table of
     /// reference counts (an allocation, and every retain and release of the
-    /// object a slower, indirect one): fetches paid twice their time for it.
+    /// object a slower, indirect one), paid by fetches for every object they make.
     /// An object dropped by the registry is deinitialized there, on the
     /// context's queue; one let go after the registry dropped it, wherever it
     /// is let go.

@@ -409,8 +409,8 @@ extension ManagedObject {
     /// `value` as an attribute value of `type` (see ``attributeValue(from:for:)``).
     static func attributeValue(from value: Any?, as type: AttributeType) -> AttributeValue {
         // The common exact types first, read straight out of the opened existential
-        // (a dynamic cast from `Any` costs ~250 instructions, a third of a
-        // `setValue`); anything else (optionals, bridged NSNumbers, collections...)
+        // (a dynamic cast from `Any` is a large share of a `setValue`'s cost);
+        // anything else (optionals, bridged NSNumbers, collections...)
         // goes through the general conversion, which gives the same results for
         // these types.
         let raw = value.flatMap { _openExistential($0, do: exactAttributeValue) } ?? AttributeValue(anyValue: value)

@@ -27,7 +27,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     // `@exclusivity(unchecked)`. An object is used on its context's queue only, and
     // the framework never holds one of them in an `inout` access across a call that
     // could reach the same property, so the dynamic check every access would pay
-    // (`swift_beginAccess`, 10–12 % of a save's instructions) finds nothing to
+    // (`swift_beginAccess`, a noticeable share of a save) finds nothing to
     // catch. See docs/performance.md, "Exclusivity checks".
 
     /// The object's entity.
@@ -382,7 +382,7 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     static func same(_ a: SnapshotValue, _ b: SnapshotValue) -> Bool {
         // An unchanged value is usually the committed one itself (the same bits:
         // the same number, or the same string or array storage): compared as
-        // bytes first, which costs a tenth of the enum's `==`. Bytes that differ
+        // bytes first, much cheaper than the enum's `==`. Bytes that differ
         // (a new value, or padding) go through `==`.
         let identical = withUnsafeBytes(of: a) { x in
             withUnsafeBytes(of: b) { y in memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
@@ -475,9 +475,10 @@ open class ManagedObject: KeyValueCoding, FormatArgument, Hashable, CustomString
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
     /// The hash sets and dictionaries of objects use (a context's change sets and
     /// the notifications' sets hold every changed object): the object's address
-    /// mixed by the SplitMix64 finalizer rather than SipHash, which cost ~90
-    /// instructions an object. (`_rawHashValue(seed:)` is `Hashable`'s hook for
-    /// this; `hash(into:)` serves every other hasher with the same identity.)
+    /// mixed by the SplitMix64 finalizer rather than SipHash, far costlier for a
+    /// hash taken of every changed object. (`_rawHashValue(seed:)` is
+    /// `Hashable`'s hook for this; `hash(into:)` serves every other hasher with
+    /// the same identity.)
     public func _rawHashValue(seed: Int) -> Int {
         splitMix64Hash(UInt64(UInt(bitPattern: ObjectIdentifier(self))), seed: seed)
     }

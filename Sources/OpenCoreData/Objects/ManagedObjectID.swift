@@ -243,8 +243,8 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     /// The hash sets and dictionaries use: the key and the entity name's hash
     /// (itself seeded per process), mixed with the table's seed by the SplitMix64
     /// finalizer. IDs are the keys of a context's uniquing table and of every
-    /// change set: SipHash through `Hasher` cost a large save more than a tenth of
-    /// its instructions, most of them spent rehashing on growth and removal.
+    /// change set, rehashed whenever those tables grow or shed entries: SipHash
+    /// through `Hasher` costs far more than one finalizer for keys hashed that often.
     /// (`_rawHashValue(seed:)` is `Hashable`'s hook for exactly this; only sets
     /// and dictionaries call it, `hash(into:)` serves every other hasher.)
     public func _rawHashValue(seed: Int) -> Int {

@@ -18,8 +18,8 @@ import OpenCoreDataCSupport
 /// }
 /// ```
 enum Prefetching {
-    /// How many places ahead to ask for (the work on one object or row takes a
-    /// few hundred nanoseconds, about what a miss to memory takes).
+    /// How many places ahead to ask for (the work on one object or row takes
+    /// about as long as a miss to memory).
     static let distance = 8
 
     /// Where a row keeps the reference to its values' page, and their place in it.

@@ -90,7 +90,7 @@ package struct SQLiteSortCollation: Sendable, Hashable {
 extension StatementArguments {
     /// Positional arguments from values already converted. GRDB's initializer from
     /// a sequence of `DatabaseValueConvertible` values is generic and converts each
-    /// one through a key path (some 2,000 instructions per value, unspecialized);
+    /// one through a key path (slow when unspecialized, as it is here);
     /// the existential form costs a witness call per value.
     init(databaseValues values: [DatabaseValue]) {
         self.init(values.map { $0 as (any DatabaseValueConvertible)? })

@@ -4,9 +4,9 @@ import GRDBSQLite
 /// kept until that row has run, so that SQLite reads them in place.
 ///
 /// Bound with `SQLITE_TRANSIENT`, SQLite copies every string into memory of its
-/// own (an allocation, a copy and a free: ~700 instructions, 7 % of a saved row
-/// of five attributes); bound with `SQLITE_STATIC`, it reads the caller's bytes,
-/// which must then stay put until the statement has run. A Swift string's bytes
+/// own (an allocation, a copy and a free, a noticeable part of saving a row);
+/// bound with `SQLITE_STATIC`, it reads the caller's bytes, which must then
+/// stay put until the statement has run. A Swift string's bytes
 /// are only lent for the length of a closure (and a small string's are a copy on
 /// the stack), so the save copies them here, one row at a time:
 ///

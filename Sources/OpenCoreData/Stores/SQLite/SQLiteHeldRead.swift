@@ -11,9 +11,9 @@ import Synchronization
 /// lock on the write-ahead log's shared memory (two `fcntl` calls and an `fstat`)
 /// and checks the log's index before the first row, then gives the lock back after
 /// the last. Firing one to-many fault after another (a traversal) paid that for
-/// every fault: about a tenth of such a traversal's time. A loop written against
-/// SQLite's C API does not, because it runs every child query while the parents'
-/// statement is still open.
+/// every fault, a noticeable part of such a traversal's time. A loop written
+/// against SQLite's C API does not, because it runs every child query while the
+/// parents' statement is still open.
 ///
 /// The store's connection therefore keeps one small statement stepped (its read
 /// transaction stays open) between reads, and starts a read by checking that the

@@ -272,10 +272,10 @@ private struct RowColumns: ColumnSource {
 ///
 /// A column is read through its `sqlite3_value` (`sqlite3_column_value`): one call
 /// into the statement per column, where each `sqlite3_column_*` call enters the
-/// connection, checks it for a failed allocation and leaves it again (about 55
-/// instructions, two or three times a column); `sqlite3_value_*` read the value
-/// in a few. SQLite calls such a value unprotected: it may be read this way while
-/// nothing else uses the connection, which GRDB's serialized access guarantees.
+/// connection, checks it for a failed allocation and leaves it again (two or
+/// three times a column); `sqlite3_value_*` only read the value. SQLite calls
+/// such a value unprotected: it may be read this way while nothing else uses
+/// the connection, which GRDB's serialized access guarantees.
 private struct StatementColumns: ColumnSource {
     let statement: SQLiteStatement
 

@@ -6,10 +6,10 @@ extension Statement {
     /// SQLite's C API, calling `body` with the statement standing on each row; the
     /// statement is left reset.
     ///
-    /// A GRDB row cursor costs about 150 instructions and three reference-count
-    /// operations per row (the cursor's shared `Row` handed out and released, the
-    /// step wrapped in generic error handling) — a tenth of what a fetch spends on
-    /// a row beyond SQLite itself. The store's readers take each column from the C
+    /// A GRDB row cursor costs, per row, three reference-count operations (the
+    /// cursor's shared `Row` handed out and released) and a step wrapped in
+    /// generic error handling — a real share of what a fetch spends on a row
+    /// beyond SQLite itself. The store's readers take each column from the C
     /// API anyway (``SQLiteRowReader``), so the cursor's `Row` went unused.
     ///
     /// ```swift

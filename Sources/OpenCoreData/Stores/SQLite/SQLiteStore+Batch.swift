@@ -82,7 +82,8 @@ extension SQLiteStore {
         }
         let keys = try keySelect(fetch)
         return try write("batch updating \(entity.name)") { db -> PersistentStoreResult in
-            // The IDs only when they are asked for (100k IDs cost more than the UPDATE).
+            // The IDs only when they are asked for (reading a large batch's IDs costs
+            // more than the UPDATE).
             let ids = resultType == .objectIDs ? try self.matchingIDs(fetch, db) : nil
             if ids?.isEmpty == true { return PersistentStoreResult(resultType, []) }
             var sql = SQLFragment("UPDATE \(SQLiteIdentifier.quoted(table)) SET ") + SQLFragment.joined(update.assignments, separator: ", ")
@@ -184,8 +185,8 @@ extension SQLiteStore {
         guard case .fetch(let fetch) = target else { return nil }
         let (keys, hasCondition) = try translator.keySelect(for: fetch)
         return try write("batch deleting \(fetch.entity.name)") { db -> PersistentStoreResult in
-            // The IDs only when they are asked for: reading 100k IDs costs more than
-            // deleting the rows.
+            // The IDs only when they are asked for: reading a large batch's IDs costs
+            // more than deleting the rows.
             let ids = resultType == .objectIDs ? try self.matchingIDs(fetch, db) : nil
             if ids?.isEmpty == true { return PersistentStoreResult(resultType, []) }
             if statements.isEmpty {

@@ -197,7 +197,7 @@ extension SQLiteStore: ChangesRowsBehindSaves {
         /// other property.
         let plainTypes: [AttributeType?]
         /// For each of `storages`: the index of its value in a row (read on its own,
-        /// as reading the tuple copies it through its metadata: ~200 instructions).
+        /// as reading the whole tuple copies it through its type metadata).
         let valueIndexes: [Int]
 
         init(columns: [String], storages: [(Int, PropertyDescription, SQLiteSchema.PropertyStorage)]) {
@@ -305,7 +305,7 @@ extension SQLiteStore: ChangesRowsBehindSaves {
     ///
     /// Stepped with the C API rather than GRDB's `execute()`, whose checks
     /// (aborted transactions, suspension, the statement's database region for
-    /// observation) cost ~1,200 instructions a row: the store's connection has no
+    /// observation) would be paid on every row: the store's connection has no
     /// observers, runs in the store's own transaction (`inWriteTransaction`, which
     /// rolls back on the error thrown here), and is never suspended.
     private func runBound(_ statement: Statement, _ db: Database) throws {

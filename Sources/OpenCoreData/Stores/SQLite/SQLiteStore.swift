@@ -95,9 +95,9 @@ public final class SQLiteStore: PersistentStore {
             /// given a large read's room).
             var lastCount = 0
             /// The statement on the store's connection, prepared once. GRDB's
-            /// statement cache finds a statement by hashing its SQL text: a few
-            /// thousand instructions, paid by every fault. Statements on other
-            /// connections (query generations') come from their own caches, which
+            /// statement cache finds a statement by hashing its SQL text, a cost
+            /// every fault would pay. Statements on other connections (query
+            /// generations') come from their own caches, which
             /// those connections finalize before they close.
             nonisolated(unsafe) var statement: Statement?  // unsafe: used under `lock` only
         }
@@ -375,9 +375,8 @@ public final class SQLiteStore: PersistentStore {
         } else {
             // The keys as a list of constant rows joined to the table, each looked up
             // in turn (rows come back in the keys' order): `t0.Z_PK IN (?, ...)` first
-            // sorts the keys into a temporary index, about 10 % more of SQLite's time
-            // for batches of 20 (measured in C: 9.2 ms against 10.2 ms for W7's 500
-            // batches).
+            // sorts the keys into a temporary index, which makes small batches
+            // slower in SQLite itself.
             sql += " FROM (VALUES " + Array(repeating: "(?)", count: keys).joined(separator: ", ") + ") k"
             sql += " CROSS JOIN " + SQLiteIdentifier.quoted(table) + " t0 ON t0.Z_PK = k.column1"
         }
