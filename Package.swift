@@ -12,6 +12,9 @@ let package = Package(
         // build postgres-nio.
         .library(name: "OpenCoreDataPostgreSQL", targets: ["OpenCoreDataPostgreSQL"]),
         .executable(name: "ocd", targets: ["ocd"]),
+        // `ocd`'s commands as a library, for tools that embed them (the fuzz
+        // targets of Fuzz/ read dump files through it).
+        .library(name: "OCDKit", targets: ["OCDKit"]),
     ],
     traits: [
         .trait(

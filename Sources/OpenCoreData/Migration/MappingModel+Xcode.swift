@@ -42,6 +42,11 @@ extension MappingModel {
         guard let data = FileManager.default.contents(atPath: file.path) else {
             throw CoreDataError(.fileReadNoSuchFile, "\(file.path): no mapping model file", url: file)
         }
+        try self.init(xcmappingData: data, file: file, versions: versions)
+    }
+
+    /// Reads the contents of an `xcmapping.xml`; `file` names it in errors.
+    init(xcmappingData data: Data, file: URL, versions: ModelVersionBundle) throws {
         let root = try XMLElementNode.parse(data, url: file)
         func corrupt(_ message: String) -> CoreDataError {
             CoreDataError(.fileReadCorruptFile, "\(file.path): \(message)", url: file)

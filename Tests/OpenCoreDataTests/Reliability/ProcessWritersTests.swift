@@ -3,11 +3,11 @@ import OpenCoreDataPredicates
 import Testing
 @testable import OpenCoreData
 
-/// Several processes write one SQLite store at once, as an app and its
-/// extensions do: each has its own coordinator on the file, they conflict on
-/// shared objects, and Core Data's optimistic locking and merge policies keep
-/// every update.
-@Suite("Processes writing one SQLite store", .serialized)
+/// Several processes write one store at once, as an app and its extensions do
+/// on a SQLite file and as app servers do on a PostgreSQL database: each has its
+/// own coordinator, they conflict on shared objects, and Core Data's optimistic
+/// locking and merge policies keep every update.
+@Suite("Processes writing one store", .serialized)
 struct ProcessWritersTests {
     static let processes = 4
     static let saves = 25
@@ -34,15 +34,13 @@ struct ProcessWritersTests {
         }
     }
 
-    static func open(_ path: String) throws -> PersistentStoreCoordinator {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try model())
-        try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path), options: [
-            NSPersistentHistoryTrackingKey: "1",
-            NSPersistentStoreRemoteChangeNotificationPostOptionKey: "1",
-            SQLiteStore.Option.remoteChangePollInterval: "0.05",
-        ])
-        return coordinator
-    }
+    /// History, and remote-change notifications: a SQLite store polls the file
+    /// for other processes' saves; a PostgreSQL store always listens.
+    static let options = [
+        NSPersistentHistoryTrackingKey: "1",
+        NSPersistentStoreRemoteChangeNotificationPostOptionKey: "1",
+        SQLiteStore.Option.remoteChangePollInterval: "0.05",
+    ]
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
@@ -50,8 +48,8 @@ struct ProcessWritersTests {
     /// `saves` times (tally `save % 3`'s counter of its own incremented, an item
     /// inserted); then waits until the store holds every process's saves and it
     /// has been told of other processes' saves by remote-change notifications.
-    static func writer(path: String, folder: String, process: Int) throws {
-        let coordinator = try open(path)
+    static func writer(store: StoreUnderTest, folder: String, process: Int) throws {
+        let coordinator = try store.open(model())
         let notes = Lock(0)
         let observer = NotificationCenter.default.addObserver(forName: .persistentStoreRemoteChange, object: coordinator, queue: nil) { _ in
             notes.withLock { $0 += 1 }
@@ -95,20 +93,31 @@ struct ProcessWritersTests {
             guard Date() < deadline else { throw Failure(description: "process \(process): the store never held \(expected) items") }
             usleep(10_000)
         }
-        // Notifications after its own saves, and at least one for other processes'.
-        while notes.withLock({ $0 }) <= saves {
+        // At least one notification for other processes' saves (a SQLite store
+        // also posts one after each of its own).
+        let own = store.kind == .sqlite ? saves : 0
+        while notes.withLock({ $0 }) <= own {
             guard Date() < deadline else { throw Failure(description: "process \(process): no remote-change notification for the other processes' saves") }
             usleep(10_000)
         }
-        try Data("\(conflicts) \(notes.withLock { $0 } - saves)".utf8).write(to: URL(fileURLWithPath: folder + "/figures-\(process)"))
+        try Data("\(conflicts) \(notes.withLock { $0 } - own)".utf8).write(to: URL(fileURLWithPath: folder + "/figures-\(process)"))
     }
 
-    @Test("Four processes update shared objects under different merge policies: no update lost, every item kept, each told of the others' saves")
-    func fourWriters() async throws {
+    @Test("Four processes update shared objects under different merge policies: no update lost, every item kept, each told of the others' saves", arguments: StoreUnderTest.Kind.availableForTests)
+    func fourWriters(_ kind: StoreUnderTest.Kind) async throws {
         let folder = try TestScratch.folder("writers")
-        let path = folder.appendingPathComponent("Shared.sqlite").path
+        let store: StoreUnderTest
+        switch kind {
+        case .sqlite: store = .sqlite(folder.appendingPathComponent("Shared.sqlite").path, options: Self.options)
+        case .postgreSQL:
+            #if PostgreSQLTests
+            store = try .postgreSQL(options: Self.options)
+            #else
+            return
+            #endif
+        }
         do {
-            let coordinator = try Self.open(path)
+            let coordinator = try store.open(Self.model())
             let context = ManagedObjectContext(concurrencyType: .privateQueue)
             context.persistentStoreCoordinator = coordinator
             try context.performAndWait {
@@ -122,8 +131,8 @@ struct ProcessWritersTests {
         await withTaskGroup(of: Void.self) { group in
             for process in 0..<Self.processes {
                 group.addTask {
-                    await #expect(processExitsWith: .success) { [path = path as String, folder = folder.path as String, process = process as Int] in
-                        try ProcessWritersTests.writer(path: path, folder: folder, process: process)
+                    await #expect(processExitsWith: .success) { [store = store as StoreUnderTest, folder = folder.path as String, process = process as Int] in
+                        try ProcessWritersTests.writer(store: store, folder: folder, process: process)
                     }
                 }
             }
@@ -133,8 +142,8 @@ struct ProcessWritersTests {
         let figures = (0..<Self.processes).map { process in
             (try? String(contentsOf: folder.appendingPathComponent("figures-\(process)"), encoding: .utf8)) ?? "?"
         }
-        print("Processes writing one store: conflicts and remote notifications per process: \(figures)")
-        let coordinator = try Self.open(path)
+        print("Processes writing one store (\(store.kind)): conflicts and remote notifications per process: \(figures)")
+        let coordinator = try store.open(Self.model())
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = coordinator
         try context.performAndWait {

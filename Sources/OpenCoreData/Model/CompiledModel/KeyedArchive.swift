@@ -196,12 +196,12 @@ struct KeyedArchive {
         let label = "object \(object.uid) (\(object.className))"
         switch object.className {
         case "NSArray", "NSMutableArray", "NSOrderedSet", "NSMutableOrderedSet":
-            return .array(try references(object["NS.objects"], label, "NS.objects"))
+            return .array(try references(object["NS.objects"], label, "NS.objects", depth: depth))
         case "NSSet", "NSMutableSet", "NSCountedSet":
-            return .set(try references(object["NS.objects"], label, "NS.objects"))
+            return .set(try references(object["NS.objects"], label, "NS.objects", depth: depth))
         case "NSDictionary", "NSMutableDictionary":
-            let keys = try references(object["NS.keys"], label, "NS.keys")
-            let values = try references(object["NS.objects"], label, "NS.objects")
+            let keys = try references(object["NS.keys"], label, "NS.keys", depth: depth)
+            let values = try references(object["NS.objects"], label, "NS.objects", depth: depth)
             guard keys.count == values.count else {
                 throw Failure(description: "\(label): \(keys.count) keys but \(values.count) values")
             }
@@ -267,7 +267,10 @@ struct KeyedArchive {
         }
     }
 
-    private func references(_ value: PropertyListValue, _ label: String, _ key: String, depth: Int = 0) throws -> [PropertyListValue] {
+    /// The elements `value` lists, or the array it refers to. `depth` is the
+    /// referring object's: an array reached through references counts against
+    /// ``maximumInternalDepth`` like any nesting, so a cycle of them ends.
+    private func references(_ value: PropertyListValue, _ label: String, _ key: String, depth: Int) throws -> [PropertyListValue] {
         switch value {
         case .array(let elements): return elements
         case .null: return []

@@ -24,6 +24,13 @@ struct XMLElementNode {
         if data.count > 64 * 1024 * 1024 {
             throw CoreDataError(.fileReadCorruptFile, "\(url.path): the model file is larger than 64 MB", url: url)
         }
+        // Xcode writes model and mapping files in UTF-8. Other bytes are refused
+        // here: Foundation's XMLParser stops the process on a name that is not
+        // valid UTF-8.
+        if let offset = firstInvalidUTF8(data) {
+            let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+            throw CoreDataError(.fileReadCorruptFile, "\(url.path): line \(line), byte \(offset): not UTF-8", url: url)
+        }
         let delegate = TreeBuilder()
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
@@ -41,6 +48,21 @@ struct XMLElementNode {
                                 "\(url.path): line \(parser.lineNumber), column \(parser.columnNumber): \(reason)", url: url)
         }
         return root
+    }
+
+    /// The offset of the first byte that is not part of a valid UTF-8 sequence,
+    /// or nil when all of `data` is valid UTF-8.
+    static func firstInvalidUTF8(_ data: Data) -> Int? {
+        var iterator = data.makeIterator()
+        var decoder = UTF8()
+        var offset = 0
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar): offset += UTF8.width(scalar)
+            case .emptyInput: return nil
+            case .error: return offset
+            }
+        }
     }
 }
 

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+@_spi(Fuzzing) @testable import OpenCoreData
+
+/// Every input the fuzzer (Fuzz/run) ever found failing, kept in
+/// Fuzz/Regressions/<parser>/, and the committed seeds of Fuzz/Seeds/<parser>/,
+/// replayed through the same entry points the fuzz target calls. Each parser runs
+/// in a process of its own, so an input that crashes again fails its test rather
+/// than the test run.
+@Suite("Fuzzing's regressions")
+struct FuzzRegressionTests {
+    static let fuzz = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fuzz")
+
+    /// The kept inputs of `parser`: regressions, then seeds.
+    static func inputs(_ parser: String) -> [URL] {
+        ["Regressions", "Seeds"].flatMap { kind -> [URL] in
+            let folder = fuzz.appendingPathComponent(kind).appendingPathComponent(parser)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            return names.sorted().map { folder.appendingPathComponent($0) }
+        }
+    }
+
+    @Test("Every kept input of each parser gives a value or an error, in a process of its own", arguments: UntrustedInput.Parser.allCases)
+    func replay(_ parser: UntrustedInput.Parser) async {
+        await #expect(processExitsWith: .success) { [name = parser.rawValue as String] in
+            let parser = UntrustedInput.Parser(rawValue: name)!
+            let versions = parser == .mappingModel ? try ModelVersionBundle(contentsOf: Fixtures.moodyModel) : nil
+            for input in FuzzRegressionTests.inputs(name) {
+                UntrustedInput.parse(try Data(contentsOf: input), as: parser, mappingVersions: versions)
+            }
+        }
+    }
+
+    @Test("A mapping model or model file that is not UTF-8 is refused with the line and byte, before XMLParser sees it")
+    func xmlThatIsNotUTF8() throws {
+        let crash = try #require(Self.inputs("mappingModel").first { $0.lastPathComponent.hasPrefix("crash-") })
+        let data = try Data(contentsOf: crash)
+        let versions = try ModelVersionBundle(contentsOf: Fixtures.moodyModel)
+        #expect(UntrustedInput.parse(data, as: .mappingModel, mappingVersions: versions) == false)
+        let error = try #require(throws: CoreDataError.self) {
+            try XMLElementNode.parse(data, url: URL(fileURLWithPath: "xcmapping.xml"))
+        }
+        #expect(error.code == .fileReadCorruptFile)
+        #expect(error.message.contains("line 53, byte 2141: not UTF-8"), "\(error.message)")
+        // With that byte made ASCII, the file reaches XMLParser, which finds what
+        // else the fuzzer broke (a later line) and says so.
+        var repaired = data
+        repaired[2141] = UInt8(ascii: "f")
+        let later = try #require(throws: CoreDataError.self) { try XMLElementNode.parse(repaired, url: URL(fileURLWithPath: "xcmapping.xml")) }
+        #expect(later.message.contains("line 103") && !later.message.contains("UTF-8"), "\(later.message)")
+        #expect(XMLElementNode.firstInvalidUTF8(Data("é ok".utf8)) == nil)
+        #expect(XMLElementNode.firstInvalidUTF8(Data([0x61, 0xC3])) == 1)
+    }
+
+    @Test("The seeds parse: the entry points reach past their first checks")
+    func seedsParse() throws {
+        let versions = try ModelVersionBundle(contentsOf: Fixtures.moodyModel)
+        #expect(UntrustedInput.parse(Data("%K BEGINSWITH[cd] %@ AND age > %d".utf8), as: .predicateFormat))
+        #expect(!UntrustedInput.parse(Data("name BEGINSWITH".utf8), as: .predicateFormat))
+        let contents = Fixtures.moodyModel.appendingPathComponent("Moody 6.xcdatamodel/contents")
+        #expect(UntrustedInput.parse(try Data(contentsOf: contents), as: .xcodeModel))
+        let mapping = Fixtures.url("objcio+core-data/Migrations/Migrations/Moody 5-Moody 6.xcmappingmodel/xcmapping.xml")
+        #expect(UntrustedInput.parse(try Data(contentsOf: mapping), as: .mappingModel, mappingVersions: versions))
+        let compiled = try CompiledModelWriter().archiveData(for: ManagedObjectModel(contentsOf: contents))
+        #expect(UntrustedInput.parse(compiled, as: .compiledModel))
+        #expect(UntrustedInput.parse(try CompiledModelWriter().modelCacheData(for: ManagedObjectModel(contentsOf: contents)), as: .modelCache))
+        #expect(UntrustedInput.parse(compiled, as: .propertyList))
+        #expect(UntrustedInput.parse(try AttributeValueArchiver.archivedData(withRootValue: .array([.string("a"), .int(1)])), as: .keyedArchive))
+        #expect(!UntrustedInput.parse(Data("not a plist".utf8), as: .propertyList))
+    }
+}
