@@ -35,7 +35,7 @@ struct FuzzRegressionTests {
 
     @Test("A mapping model or model file that is not UTF-8 is refused with the line and byte, before XMLParser sees it")
     func xmlThatIsNotUTF8() throws {
-        let crash = try #require(Self.inputs("mappingModel").first { $0.lastPathComponent.hasPrefix("crash-") })
+        let crash = try #require(Self.inputs("mappingModel").first { $0.lastPathComponent == "crash-d8cffa3538205c5265d01ded3ba9523d40ac5f67" })
         let data = try Data(contentsOf: crash)
         let versions = try ModelVersionBundle(contentsOf: Fixtures.moodyModel)
         #expect(UntrustedInput.parse(data, as: .mappingModel, mappingVersions: versions) == false)
@@ -52,6 +52,23 @@ struct FuzzRegressionTests {
         #expect(later.message.contains("line 103") && !later.message.contains("UTF-8"), "\(later.message)")
         #expect(XMLElementNode.firstInvalidUTF8(Data("é ok".utf8)) == nil)
         #expect(XMLElementNode.firstInvalidUTF8(Data([0x61, 0xC3])) == 1)
+    }
+
+    @Test("A processing instruction without data (`<?name?>`) is refused before XMLParser, which would read a null pointer; one with data, or in a comment, is not")
+    func processingInstructionWithoutData() throws {
+        let crash = try #require(Self.inputs("mappingModel").first { $0.lastPathComponent == "crash-b0a870039516da2a33ad02cbc5b4fb022d541b41" })
+        let error = try #require(throws: CoreDataError.self) {
+            try XMLElementNode.parse(try Data(contentsOf: crash), url: URL(fileURLWithPath: "xcmapping.xml"))
+        }
+        #expect(error.code == .fileReadCorruptFile)
+        #expect(error.message.contains("line 1, byte 0: a processing instruction without data"), "\(error.message)")
+        for refused in ["<a><?m?></a>", "<?m?><a/>", "<a/><?m?>", "<??><a/>"] {
+            #expect(XMLElementNode.firstProcessingInstructionWithoutData(Data(refused.utf8)) != nil, "\(refused)")
+        }
+        for accepted in ["<?xml version=\"1.0\"?><a/>", "<a><?m ?></a>", "<a><?m x?></a>", "<!-- <?m?> --><a/>", "<a><![CDATA[<?m?>]]></a>", "<a>?></a>"] {
+            #expect(XMLElementNode.firstProcessingInstructionWithoutData(Data(accepted.utf8)) == nil, "\(accepted)")
+            #expect(throws: Never.self) { try XMLElementNode.parse(Data(accepted.utf8), url: URL(fileURLWithPath: "a.xml")) }
+        }
     }
 
     @Test("The seeds parse: the entry points reach past their first checks")

@@ -31,6 +31,12 @@ struct XMLElementNode {
             let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
             throw CoreDataError(.fileReadCorruptFile, "\(url.path): line \(line), byte \(offset): not UTF-8", url: url)
         }
+        // A processing instruction with no data (`<?name?>`) makes XMLParser read
+        // a null pointer. Xcode writes none: it is refused here.
+        if let offset = firstProcessingInstructionWithoutData(data) {
+            let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+            throw CoreDataError(.fileReadCorruptFile, "\(url.path): line \(line), byte \(offset): a processing instruction without data", url: url)
+        }
         let delegate = TreeBuilder()
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
@@ -48,6 +54,41 @@ struct XMLElementNode {
                                 "\(url.path): line \(parser.lineNumber), column \(parser.columnNumber): \(reason)", url: url)
         }
         return root
+    }
+
+    /// The offset of the first `<?name?>` (a processing instruction whose target
+    /// is followed by no space and no data) outside comments and CDATA sections,
+    /// or nil when there is none.
+    static func firstProcessingInstructionWithoutData(_ data: Data) -> Int? {
+        let bytes = [UInt8](data)
+        func starts(_ prefix: String, at index: Int) -> Bool {
+            let utf8 = Array(prefix.utf8)
+            return index + utf8.count <= bytes.count && Array(bytes[index..<index + utf8.count]) == utf8
+        }
+        func skip(past terminator: String, from index: Int) -> Int {
+            var index = index
+            while index < bytes.count, !starts(terminator, at: index) { index += 1 }
+            return index + terminator.utf8.count
+        }
+        var index = 0
+        while index + 1 < bytes.count {
+            if starts("<!--", at: index) {
+                index = skip(past: "-->", from: index + 4)
+            } else if starts("<![CDATA[", at: index) {
+                index = skip(past: "]]>", from: index + 9)
+            } else if starts("<?", at: index) {
+                var end = index + 2
+                while end < bytes.count, !starts("?>", at: end) {
+                    if [0x20, 0x09, 0x0A, 0x0D].contains(bytes[end]) { break }
+                    end += 1
+                }
+                if starts("?>", at: end) { return index }
+                index = skip(past: "?>", from: end)
+            } else {
+                index += 1
+            }
+        }
+        return nil
     }
 
     /// The offset of the first byte that is not part of a valid UTF-8 sequence,
