@@ -27,15 +27,15 @@ struct XMLElementNode {
         // Xcode writes model and mapping files in UTF-8. Other bytes are refused
         // here: Foundation's XMLParser stops the process on a name that is not
         // valid UTF-8.
-        if let offset = firstInvalidUTF8(data) {
+        func refuse(at offset: Int, _ reason: String) -> CoreDataError {
             let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
-            throw CoreDataError(.fileReadCorruptFile, "\(url.path): line \(line), byte \(offset): not UTF-8", url: url)
+            return CoreDataError(.fileReadCorruptFile, "\(url.path): line \(line), byte \(offset): \(reason)", url: url)
         }
+        if let offset = firstInvalidUTF8(data) { throw refuse(at: offset, "not UTF-8") }
         // A processing instruction with no data (`<?name?>`) makes XMLParser read
         // a null pointer. Xcode writes none: it is refused here.
         if let offset = firstProcessingInstructionWithoutData(data) {
-            let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
-            throw CoreDataError(.fileReadCorruptFile, "\(url.path): line \(line), byte \(offset): a processing instruction without data", url: url)
+            throw refuse(at: offset, "a processing instruction without data")
         }
         let delegate = TreeBuilder()
         let parser = XMLParser(data: data)
@@ -61,17 +61,25 @@ struct XMLElementNode {
     /// or nil when there is none.
     static func firstProcessingInstructionWithoutData(_ data: Data) -> Int? {
         let bytes = [UInt8](data)
-        func starts(_ prefix: String, at index: Int) -> Bool {
-            let utf8 = Array(prefix.utf8)
-            return index + utf8.count <= bytes.count && Array(bytes[index..<index + utf8.count]) == utf8
+        func starts(_ prefix: StaticString, at index: Int) -> Bool {
+            let count = prefix.utf8CodeUnitCount
+            guard index + count <= bytes.count else { return false }
+            return prefix.withUTF8Buffer { prefix in
+                prefix.indices.allSatisfy { bytes[index + $0] == prefix[$0] }
+            }
         }
-        func skip(past terminator: String, from index: Int) -> Int {
+        func skip(past terminator: StaticString, from index: Int) -> Int {
             var index = index
             while index < bytes.count, !starts(terminator, at: index) { index += 1 }
-            return index + terminator.utf8.count
+            return index + terminator.utf8CodeUnitCount
         }
         var index = 0
         while index + 1 < bytes.count {
+            // Only markup can start with `<`: everything else is passed over at once.
+            guard bytes[index] == UInt8(ascii: "<") else {
+                index += 1
+                continue
+            }
             if starts("<!--", at: index) {
                 index = skip(past: "-->", from: index + 4)
             } else if starts("<![CDATA[", at: index) {
