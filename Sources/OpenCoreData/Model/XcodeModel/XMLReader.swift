@@ -4,7 +4,7 @@ import Foundation
 /// write: Xcode's model files (`contents`), mapping models (`xcmapping.xml`, an XML
 /// store) and the property lists inside them.
 ///
-/// It reads the whole document at once into an ``XMLElementNode`` tree and never
+/// It reads the whole document at once into an `XMLElementNode` tree and never
 /// reaches outside the bytes it is given: external entities are never resolved,
 /// and entity declarations are refused (a model file has none), so a hostile file
 /// can neither expand into gigabytes nor read the file system or the network.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A small, read-only XML element: what ``XMLReader`` builds from a model or
+/// A small, read-only XML element: what `XMLReader` builds from a model or
 /// mapping file.
 struct XMLElementNode {
     var name: String
@@ -15,7 +15,7 @@ struct XMLElementNode {
     func child(named name: String) -> XMLElementNode? { children.first { $0.name == name } }
     subscript(attribute: String) -> String? { attributes[attribute] }
 
-    /// Parses `data` with ``XMLReader``; `url` only names the file in errors.
+    /// Parses `data` with `XMLReader`; `url` only names the file in errors.
     static func parse(_ data: Data, url: URL) throws -> XMLElementNode {
         if data.count > 64 * 1024 * 1024 {
             throw CoreDataError(.fileReadCorruptFile, "\(url.path): the model file is larger than 64 MB", url: url)
