@@ -21,7 +21,7 @@ import tempfile
 import zlib
 
 PARSERS = ["predicateFormat", "xcodeModel", "compiledModel", "modelCache", "keyedArchive",
-           "propertyList", "mappingModel", "dumpFile"]
+           "propertyList", "mappingModel", "dumpFile", "dumpCSV"]
 LARGEST = 1_000_000  # bytes: larger files slow every mutation and add little
 
 

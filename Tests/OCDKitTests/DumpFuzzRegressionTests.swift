@@ -1,10 +1,11 @@
 import Foundation
 import Testing
-@_spi(Fuzzing) import OCDKit
+@_spi(Fuzzing) @testable import OCDKit
 import OpenCoreData
 
-/// The dump-file fuzz target's kept inputs (Fuzz/Regressions/dumpFile and
-/// Fuzz/Seeds/dumpFile), loaded as `ocd store load` loads them.
+/// The dump fuzz targets' kept inputs (Fuzz/Regressions/<target> and
+/// Fuzz/Seeds/<target>, for `dumpFile`, JSON lines, and `dumpCSV`, a CSV folder in
+/// one file), loaded as `ocd store load` loads them.
 @Suite("Fuzzing's regressions (dump files)")
 struct DumpFuzzRegressionTests {
     static let fuzz = URL(fileURLWithPath: #filePath)
@@ -14,8 +15,8 @@ struct DumpFuzzRegressionTests {
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("OpenCoreDataTests/Fixtures/coredata/objcio+core-data/Moody/MoodyModel/Moody.xcdatamodeld")
 
-    static func inputs(_ kind: String) -> [URL] {
-        let folder = fuzz.appendingPathComponent(kind).appendingPathComponent("dumpFile")
+    static func inputs(_ kind: String, _ target: String = "dumpFile") -> [URL] {
+        let folder = fuzz.appendingPathComponent(kind).appendingPathComponent(target)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         return names.sorted().map { folder.appendingPathComponent($0) }
     }
@@ -39,6 +40,41 @@ struct DumpFuzzRegressionTests {
             for input in DumpFuzzRegressionTests.inputs("Regressions") {
                 DumpInput.load(try Data(contentsOf: input), model: model, scratch: URL(fileURLWithPath: scratchPath))
             }
+            for input in DumpFuzzRegressionTests.inputs("Regressions", "dumpCSV") {
+                DumpInput.loadCSV(try Data(contentsOf: input), model: model, scratch: URL(fileURLWithPath: scratchPath))
+            }
         }
+    }
+
+    @Test("CSV folders in one file: the seeds load; a bad cell is refused; only plain file names are written, inside the scratch folder")
+    func csvFolders() throws {
+        let model = try ManagedObjectModel(contentsOf: Self.moodyModel)
+        let scratch = try TestScratch.folder("dump-fuzz-csv")
+        let seeds = Self.inputs("Seeds", "dumpCSV")
+        #expect(seeds.count >= 2)
+        for seed in seeds {
+            #expect(DumpInput.loadCSV(try Data(contentsOf: seed), model: model, scratch: scratch), "\(seed.lastPathComponent)")
+        }
+        let seed = try String(contentsOf: try #require(seeds.first { $0.lastPathComponent == "one-mood.txt" }), encoding: .utf8)
+        #expect(seed.contains("2024-05-01T12:00:00.250Z"))
+        let broken = seed.replacingOccurrences(of: "2024-05-01T12:00:00.250Z", with: "never")
+        #expect(!DumpInput.loadCSV(Data(broken.utf8), model: model, scratch: scratch))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+
+        let files = DumpInput.csvFolderFiles(Data("""
+            before any file
+            ==> store.json <==
+            {"a":1}
+            ==> ../escape.csv <==
+            x
+            ==> Mood.csv <==
+            uri,date
+            ==> /etc/passwd <==
+            ==>  <==
+            ==> Mood 2.csv <==
+            ==> .csv <==
+            """.utf8))
+        #expect(files.map(\.name) == ["store.json", "Mood.csv"])
+        #expect(files.map { String(decoding: $0.contents, as: UTF8.self) } == ["{\"a\":1}\n", "uri,date\n"])
     }
 }

@@ -4,13 +4,13 @@ import Foundation
 import Synchronization
 
 // One fuzz target for every parser: `OCD_FUZZ_PARSER` names the parser this
-// process feeds (an `UntrustedInput.Parser` raw value, or `dumpFile`). Fuzz/run
+// process feeds (an `UntrustedInput.Parser` raw value, `dumpFile` or `dumpCSV`). Fuzz/run
 // starts one process per parser, each with its own corpus. With an input file
 // as argument instead of a corpus folder, the process runs that input once.
 
 /// What the inputs go to, set up once per process.
 struct Target {
-    /// The parser's name (`predicateFormat`, …, `dumpFile`).
+    /// The parser's name (`predicateFormat`, …, `dumpFile`, `dumpCSV`).
     var name: String
     var parser: UntrustedInput.Parser?
     /// For mapping models: the versions they name (Moody's, from the fixtures).
@@ -27,12 +27,12 @@ struct Target {
         switch name {
         case "mappingModel":
             target.mappingVersions = require(try ModelVersionBundle(contentsOf: fixtures.appendingPathComponent("Migrations/Migrations/Moody.xcdatamodeld")))
-        case "dumpFile":
+        case "dumpFile", "dumpCSV":
             target.dumpModel = require(try ManagedObjectModel(contentsOf: fixtures.appendingPathComponent("Moody/MoodyModel/Moody.xcdatamodeld")))
             target.scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-fuzz-\(getpid())")
         default:
             guard target.parser != nil else {
-                let names = UntrustedInput.Parser.allCases.map(\.rawValue) + ["dumpFile"]
+                let names = UntrustedInput.Parser.allCases.map(\.rawValue) + ["dumpFile", "dumpCSV"]
                 fatalError("OCD_FUZZ_PARSER must name a parser: \(names.joined(separator: ", "))")
             }
         }
@@ -47,7 +47,11 @@ struct Target {
         if let parser {
             UntrustedInput.parse(data, as: parser, mappingVersions: mappingVersions)
         } else if let dumpModel, let scratch {
-            DumpInput.load(data, model: dumpModel, scratch: scratch)
+            if name == "dumpCSV" {
+                DumpInput.loadCSV(data, model: dumpModel, scratch: scratch)
+            } else {
+                DumpInput.load(data, model: dumpModel, scratch: scratch)
+            }
         }
     }
 }
