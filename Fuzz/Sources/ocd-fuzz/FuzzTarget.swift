@@ -13,8 +13,9 @@ struct Target {
     /// The parser's name (`predicateFormat`, …, `dumpFile`, `dumpCSV`).
     var name: String
     var parser: UntrustedInput.Parser?
-    /// For mapping models: the versions they name (Moody's, from the fixtures).
-    var mappingVersions: ModelVersionBundle?
+    /// For mapping models: the model versions they may name (the fixtures' bundles
+    /// that have mapping models beside them).
+    var mappingVersions: [ModelVersionBundle] = []
     /// For dump files: the model they are loaded with, and a folder for the store.
     var dumpModel: ManagedObjectModel?
     var scratch: URL?
@@ -26,7 +27,11 @@ struct Target {
             .appendingPathComponent("../../../Tests/OpenCoreDataTests/Fixtures/coredata/objcio+core-data").standardizedFileURL
         switch name {
         case "mappingModel":
-            target.mappingVersions = require(try ModelVersionBundle(contentsOf: fixtures.appendingPathComponent("Migrations/Migrations/Moody.xcdatamodeld")))
+            target.mappingVersions = [
+                require(try ModelVersionBundle(contentsOf: fixtures.appendingPathComponent("Migrations/Migrations/Moody.xcdatamodeld"))),
+                require(try ModelVersionBundle(contentsOf: fixtures.appendingPathComponent(
+                    "../objcio+issue-4-core-data-migration/BookMigration/Model.xcdatamodeld").standardizedFileURL)),
+            ]
         case "dumpFile", "dumpCSV":
             target.dumpModel = require(try ManagedObjectModel(contentsOf: fixtures.appendingPathComponent("Moody/MoodyModel/Moody.xcdatamodeld")))
             target.scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-fuzz-\(getpid())")

@@ -40,11 +40,11 @@ public enum UntrustedInput {
     /// Parses `data` with `parser`. Returns whether it parsed: an error is an
     /// answer, not a failure.
     ///
-    /// - Parameter mappingVersions: The model versions a mapping model is read
-    ///   against (it names its two models by version). Without them only its
-    ///   XML is read.
+    /// - Parameter mappingVersions: The model version bundles a mapping model is
+    ///   read against (it names its two models by version): the first bundle that
+    ///   has both reads it. Without them only its XML is read.
     @discardableResult
-    public static func parse(_ data: Data, as parser: Parser, mappingVersions: ModelVersionBundle? = nil) -> Bool {
+    public static func parse(_ data: Data, as parser: Parser, mappingVersions: [ModelVersionBundle] = []) -> Bool {
         do {
             switch parser {
             case .predicateFormat:
@@ -66,11 +66,19 @@ public enum UntrustedInput {
                 _ = try BinaryPropertyList.parse(data)
             case .mappingModel:
                 let file = URL(fileURLWithPath: "xcmapping.xml")
-                if let mappingVersions {
-                    _ = try MappingModel(xcmappingData: data, file: file, versions: mappingVersions)
-                } else {
-                    _ = try XMLElementNode.parse(data, url: file)
+                if mappingVersions.isEmpty { _ = try XMLElementNode.parse(data, url: file) }
+                var missingVersions: CoreDataError?
+                for versions in mappingVersions {
+                    do {
+                        _ = try MappingModel(xcmappingData: data, file: file, versions: versions)
+                        missingVersions = nil
+                        break
+                    } catch let error as CoreDataError
+                                where error.message.contains("which \(versions.url.lastPathComponent) does not have") {
+                        missingVersions = error
+                    }
                 }
+                if let missingVersions { throw missingVersions }
             }
             return true
         } catch {

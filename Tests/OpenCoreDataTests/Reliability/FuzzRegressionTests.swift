@@ -22,11 +22,17 @@ struct FuzzRegressionTests {
         }
     }
 
+    /// The model versions the mapping-model fuzz target reads mappings against.
+    static func mappingVersions() throws -> [ModelVersionBundle] {
+        [try ModelVersionBundle(contentsOf: Fixtures.moodyModel),
+         try ModelVersionBundle(contentsOf: Fixtures.url("objcio+issue-4-core-data-migration/BookMigration/Model.xcdatamodeld"))]
+    }
+
     @Test("Every kept input of each parser gives a value or an error, in a process of its own", arguments: UntrustedInput.Parser.allCases)
     func replay(_ parser: UntrustedInput.Parser) async {
         await #expect(processExitsWith: .success) { [name = parser.rawValue as String] in
             let parser = UntrustedInput.Parser(rawValue: name)!
-            let versions = parser == .mappingModel ? try ModelVersionBundle(contentsOf: Fixtures.moodyModel) : nil
+            let versions = parser == .mappingModel ? try FuzzRegressionTests.mappingVersions() : []
             for input in FuzzRegressionTests.inputs(name) {
                 UntrustedInput.parse(try Data(contentsOf: input), as: parser, mappingVersions: versions)
             }
@@ -37,7 +43,7 @@ struct FuzzRegressionTests {
     func xmlThatIsNotUTF8() throws {
         let crash = try #require(Self.inputs("mappingModel").first { $0.lastPathComponent == "crash-d8cffa3538205c5265d01ded3ba9523d40ac5f67" })
         let data = try Data(contentsOf: crash)
-        let versions = try ModelVersionBundle(contentsOf: Fixtures.moodyModel)
+        let versions = try Self.mappingVersions()
         #expect(UntrustedInput.parse(data, as: .mappingModel, mappingVersions: versions) == false)
         let error = try #require(throws: CoreDataError.self) {
             try XMLElementNode.parse(data, url: URL(fileURLWithPath: "xcmapping.xml"))
@@ -55,8 +61,7 @@ struct FuzzRegressionTests {
     @Test("A processing instruction without data (`<?name?>`, which made Foundation's XMLParser read a null pointer) is well-formed XML and is read")
     func processingInstructionWithoutData() throws {
         let crash = try #require(Self.inputs("mappingModel").first { $0.lastPathComponent == "crash-b0a870039516da2a33ad02cbc5b4fb022d541b41" })
-        let versions = try ModelVersionBundle(contentsOf: Fixtures.moodyModel)
-        _ = UntrustedInput.parse(try Data(contentsOf: crash), as: .mappingModel, mappingVersions: versions)
+        _ = UntrustedInput.parse(try Data(contentsOf: crash), as: .mappingModel, mappingVersions: try Self.mappingVersions())
         for accepted in ["<a><?m?></a>", "<?m?><a/>", "<a/><?m?>", "<?xml version=\"1.0\"?><a/>", "<a><?m ?></a>", "<a><?m x?></a>", "<!-- <?m?> --><a/>", "<a><![CDATA[<?m?>]]></a>", "<a>?></a>"] {
             #expect(throws: Never.self, "\(accepted)") { try XMLElementNode.parse(Data(accepted.utf8), url: URL(fileURLWithPath: "a.xml")) }
         }
@@ -67,13 +72,18 @@ struct FuzzRegressionTests {
 
     @Test("The seeds parse: the entry points reach past their first checks")
     func seedsParse() throws {
-        let versions = try ModelVersionBundle(contentsOf: Fixtures.moodyModel)
+        let versions = try Self.mappingVersions()
         #expect(UntrustedInput.parse(Data("%K BEGINSWITH[cd] %@ AND age > %d".utf8), as: .predicateFormat))
         #expect(!UntrustedInput.parse(Data("name BEGINSWITH".utf8), as: .predicateFormat))
         let contents = Fixtures.moodyModel.appendingPathComponent("Moody 6.xcdatamodel/contents")
         #expect(UntrustedInput.parse(try Data(contentsOf: contents), as: .xcodeModel))
         let mapping = Fixtures.url("objcio+core-data/Migrations/Migrations/Moody 5-Moody 6.xcmappingmodel/xcmapping.xml")
         #expect(UntrustedInput.parse(try Data(contentsOf: mapping), as: .mappingModel, mappingVersions: versions))
+        // A mapping of the second bundle is read against it; one of neither is an error.
+        let book = Fixtures.url("objcio+issue-4-core-data-migration/BookMigration/Model2_to_Model3.xcmappingmodel/xcmapping.xml")
+        #expect(UntrustedInput.parse(try Data(contentsOf: book), as: .mappingModel, mappingVersions: versions))
+        #expect(!UntrustedInput.parse(try Data(contentsOf: book), as: .mappingModel, mappingVersions: [versions[0]]))
+        #expect(UntrustedInput.parse(try Data(contentsOf: book), as: .mappingModel))
         let compiled = try CompiledModelWriter().archiveData(for: ManagedObjectModel(contentsOf: contents))
         #expect(UntrustedInput.parse(compiled, as: .compiledModel))
         #expect(UntrustedInput.parse(try CompiledModelWriter().modelCacheData(for: ManagedObjectModel(contentsOf: contents)), as: .modelCache))
