@@ -222,11 +222,33 @@ extension MappingModel {
         for url in found.sorted(by: { $0.path < $1.path }) {
             do {
                 result.append((url.deletingPathExtension().lastPathComponent, try MappingModel(contentsOf: url, versions: versions)))
-            } catch let error as CoreDataError where error.code == .fileReadCorruptFile && error.message.contains("which \(versions.url.lastPathComponent) does not have") {
+            } catch let error as CoreDataError where error.namesVersionMissing(from: versions) {
                 continue
             }
         }
         return result
+    }
+
+    /// Reads the contents of an `xcmapping.xml` against the first of `bundles`
+    /// that has both versions it names; nil when none has them. `file` names it
+    /// in errors.
+    static func read(xcmappingData data: Data, file: URL, fromFirstOf bundles: [ModelVersionBundle]) throws -> MappingModel? {
+        for versions in bundles {
+            do {
+                return try MappingModel(xcmappingData: data, file: file, versions: versions)
+            } catch let error as CoreDataError where error.namesVersionMissing(from: versions) {
+                continue
+            }
+        }
+        return nil
+    }
+}
+
+extension CoreDataError {
+    /// Whether this is the error of a mapping model that names a model version
+    /// `versions` does not have (a mapping model of another bundle).
+    func namesVersionMissing(from versions: ModelVersionBundle) -> Bool {
+        code == .fileReadCorruptFile && message.contains("which \(versions.url.lastPathComponent) does not have")
     }
 }
 

@@ -66,19 +66,11 @@ public enum UntrustedInput {
                 _ = try BinaryPropertyList.parse(data)
             case .mappingModel:
                 let file = URL(fileURLWithPath: "xcmapping.xml")
-                if mappingVersions.isEmpty { _ = try XMLElementNode.parse(data, url: file) }
-                var missingVersions: CoreDataError?
-                for versions in mappingVersions {
-                    do {
-                        _ = try MappingModel(xcmappingData: data, file: file, versions: versions)
-                        missingVersions = nil
-                        break
-                    } catch let error as CoreDataError
-                                where error.message.contains("which \(versions.url.lastPathComponent) does not have") {
-                        missingVersions = error
-                    }
+                if mappingVersions.isEmpty {
+                    _ = try XMLElementNode.parse(data, url: file)
+                } else if try MappingModel.read(xcmappingData: data, file: file, fromFirstOf: mappingVersions) == nil {
+                    return false
                 }
-                if let missingVersions { throw missingVersions }
             }
             return true
         } catch {
